@@ -1,0 +1,82 @@
+"""The entry functions: ``resolve`` and ``load``."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping, Sequence
+
+from ._config import Resolved
+from ._kernel import Kernel
+from ._plugins import PluginSelection, PluginSet
+from ._sources import take_config_files
+from ._target import TargetEnvironment
+
+_KERNELS: dict[tuple[Any, ...], Kernel] = {}
+
+
+def load(
+    argv: Sequence[str] = (),
+    *,
+    environ: Mapping[str, str] | None = None,
+    plugins: Sequence[object] = (),
+    builtins: Sequence[object] | None = None,
+) -> tuple[Kernel, list[str]]:
+    """The kernel for the plugins this command line and environment select.
+
+    Consumes ``-p NAME`` / ``-p no:NAME`` / ``--no-autoload`` from ``argv`` and returns
+    the rest. ``plugins`` adds plugin objects or modules directly (tests, embedding
+    applications); ``builtins`` replaces the built-in set. Kernels are cached per
+    selection, so repeated calls in one process discover and declare only once.
+    """
+    selection = PluginSelection.from_environment(environ)
+    rest = selection.take_from_argv(argv)
+    key = (
+        tuple(selection.load),
+        tuple(sorted(selection.block)),
+        selection.autoload,
+        tuple(id(p) for p in plugins),
+        None if builtins is None else tuple(id(b) for b in builtins),
+    )
+    kernel = _KERNELS.get(key)
+    if kernel is None:
+        kwargs: dict[str, Any] = {"extra": plugins}
+        if builtins is not None:
+            kwargs["builtins"] = builtins
+        kernel = Kernel(PluginSet(selection, **kwargs))
+        _KERNELS[key] = kernel
+    return kernel, rest
+
+
+def resolve(
+    argv: Sequence[str] | None = None,
+    *,
+    config_files: Sequence[str] = (),
+    defaults: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    target: TargetEnvironment | None = None,
+    plugins: Sequence[object] = (),
+    ignore_unknown: bool = False,
+) -> Resolved:
+    """Resolve a command line into a read-only configuration, or raise ``ConfigError``.
+
+    ``argv`` defaults to ``sys.argv[1:]``; it may contain ``--config FILE`` (repeatable)
+    and ``-p`` plugin controls. ``defaults`` are the caller's defaults (Megatron's
+    ``args_defaults``): they fill settings that are still ``None``. ``environ`` replaces
+    ``os.environ`` (RANK, WORLD_SIZE, ...); ``target`` states the packages and GPU the
+    job will run with.
+    """
+    import sys
+
+    tokens = list(sys.argv[1:] if argv is None else argv)
+    kernel, rest = load(tokens, environ=environ, plugins=plugins)
+    files, rest = take_config_files(rest)
+    if rest and rest[0] == "--":
+        rest = rest[1:]
+    return kernel.resolve(
+        rest,
+        config_files=[*config_files, *files],
+        defaults=defaults,
+        environ=os.environ if environ is None else environ,
+        target=target,
+        ignore_unknown=ignore_unknown,
+    )

@@ -1,0 +1,94 @@
+"""Problems and the one exception that carries them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a configuration.
+
+    ``flags`` names the flags involved (option strings such as ``--num-experts`` or
+    dests such as ``num_experts``; the kernel shows dests as their primary spelling).
+    ``plugin`` is filled in by the kernel with the plugin that reported it.
+    """
+
+    message: str
+    flags: tuple[str, ...] = ()
+    hint: str | None = None
+    plugin: str | None = None
+
+    def __str__(self) -> str:
+        prefix = f"[{self.plugin}] " if self.plugin else ""
+        text = prefix + self.message
+        if self.hint:
+            text += f" (hint: {self.hint})"
+        return text
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "plugin": self.plugin,
+            "message": self.message,
+            "flags": list(self.flags),
+            "hint": self.hint,
+        }
+
+
+@dataclass(frozen=True)
+class Warning_:
+    """A non-fatal note raised while resolving (a deprecated spelling, an override)."""
+
+    message: str
+    flags: tuple[str, ...] = ()
+    plugin: str | None = None
+
+    def __str__(self) -> str:
+        prefix = f"[{self.plugin}] " if self.plugin else ""
+        return prefix + self.message
+
+
+class ConfigError(Exception):
+    """Raised once per resolve with every problem that was found.
+
+    ``problems`` is never empty. ``str(error)`` lists them one per line.
+    """
+
+    def __init__(self, problems: Iterable[Problem]) -> None:
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        count = len(self.problems)
+        head = f"{count} problem{'s' if count != 1 else ''} in the configuration:"
+        return "\n".join([head, *(f"  - {p}" for p in self.problems)])
+
+    def __str__(self) -> str:
+        return self._render()
+
+
+class PluginError(Exception):
+    """A plugin is declared wrongly (a flag owned twice, an ordering cycle, ...)."""
+
+
+@dataclass
+class ProblemSink:
+    """Collects problems and warnings, stamping each with the plugin currently speaking."""
+
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[Warning_] = field(default_factory=list)
+    current_plugin: str | None = None
+
+    def error(
+        self, message: str, *, flags: Sequence[str] = (), hint: str | None = None
+    ) -> None:
+        self.problems.append(Problem(message, tuple(flags), hint, self.current_plugin))
+
+    def warn(self, message: str, *, flags: Sequence[str] = ()) -> None:
+        self.warnings.append(Warning_(message, tuple(flags), self.current_plugin))
+
+    def add(self, problem: Problem) -> None:
+        if problem.plugin is None:
+            problem = Problem(problem.message, problem.flags, problem.hint, self.current_plugin)
+        self.problems.append(problem)

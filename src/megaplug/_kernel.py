@@ -1,0 +1,500 @@
+"""The resolve pipeline: declare, parse, fill, normalize, derive, validate."""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import re
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from ._config import Draft, Provenance, ReadOnlyError, Resolved
+from ._errors import ConfigError, PluginError, Problem, ProblemSink
+from ._options import FlagSpec
+from ._plugins import ACTIVE, PluginRecord, PluginSet
+from ._registry import FlagDeclarations, FlagTable
+from ._sources import ConfigFileError, load_config_file
+from ._target import TargetEnvironment
+
+PHASES = ("normalize", "derive", "validate")
+_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+
+
+class _Invalid:
+    """Stands in for a value whose conversion failed; the failure is already recorded."""
+
+    __slots__ = ()
+
+
+_INVALID = _Invalid()
+
+
+class _ParseFailure(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so every problem reaches the report."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _ParseFailure(message)
+
+
+def _recording(base: type[argparse.Action]) -> type[argparse.Action]:
+    class Recording(base):  # type: ignore[valid-type, misc]
+        def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+            super().__call__(parser, namespace, values, option_string)
+            namespace.__dict__.setdefault("_megaplug_spellings", {})[self.dest] = option_string
+
+    Recording.__name__ = "Recording" + base.__name__
+    return Recording
+
+
+_ACTION_CLASSES: dict[str, type[argparse.Action]] = {
+    "store": _recording(argparse._StoreAction),
+    "store_true": _recording(argparse._StoreTrueAction),
+    "store_false": _recording(argparse._StoreFalseAction),
+    "store_const": _recording(argparse._StoreConstAction),
+    "boolean_optional": _recording(argparse.BooleanOptionalAction),
+    "append": _recording(argparse._AppendAction),
+    "count": _recording(argparse._CountAction),
+}
+
+
+class Kernel:
+    """The flag table of one plugin set, and the resolve pipeline over it.
+
+    Building a kernel runs every plugin's ``add_args`` once; ``resolve`` may then be
+    called any number of times. Not thread-safe: use one kernel per thread.
+    """
+
+    def __init__(self, plugins: PluginSet, *, extra_args_provider: Callable[[Any], Any] | None = None) -> None:
+        self.plugins = plugins
+        self.table = FlagTable()
+        self.setup_problems: list[Problem] = []
+        self.inactive_flags: dict[str, PluginRecord] = {}
+        self._type_errors: list[tuple[FlagSpec, str, str]] = []
+        self._parser: _Parser | None = None
+        self._impls = self._collect_implementations()
+        for record in plugins.active():
+            self._declare(record, self.table)
+        self._learn_inactive_flags()
+        for record in plugins.records.values():
+            if record.status == "broken":
+                self.setup_problems.append(Problem(
+                    f"plugin {record.name!r} ({record.where()}) is broken: {record.reason}",
+                    hint=f"fix or uninstall it, or block it with -p no:{record.name}",
+                    plugin=record.name,
+                ))
+        if extra_args_provider is not None:
+            declarations = FlagDeclarations(self.table, "extra")
+            try:
+                extra_args_provider(declarations)
+            except PluginError as exc:
+                self.setup_problems.append(Problem(str(exc), plugin="extra"))
+
+    # -- set-up ----------------------------------------------------------------------
+
+    def _collect_implementations(self) -> dict[str, dict[str, Any]]:
+        impls: dict[str, dict[str, Any]] = {}
+        for hook in ("add_args", *PHASES):
+            caller = getattr(self.plugins.manager.hook, hook)
+            impls[hook] = {impl.plugin_name: impl for impl in caller.get_hookimpls()}
+        return impls
+
+    def _declare(self, record: PluginRecord, table: FlagTable) -> None:
+        impl = self._impls["add_args"].get(record.name)
+        if impl is None:
+            return
+        try:
+            _invoke(impl, FlagDeclarations(table, record.name))
+        except PluginError as exc:
+            record.status, record.reason = "broken", str(exc)
+            self.setup_problems.append(Problem(str(exc), plugin=record.name,
+                                               hint=f"block one of them with -p no:NAME"))
+        except Exception as exc:
+            record.status = "broken"
+            record.reason = f"add_args raised {type(exc).__name__}: {exc}"
+            self.setup_problems.append(Problem(
+                f"plugin {record.name!r} ({record.where()}) raised {type(exc).__name__} in "
+                f"add_args: {exc}", plugin=record.name,
+                hint=f"this is a bug in the plugin; block it with -p no:{record.name}"))
+
+    def _learn_inactive_flags(self) -> None:
+        """Record the spellings of unavailable plugins so using them gets a clear message."""
+        for record in self.plugins.records.values():
+            if record.status == ACTIVE or record.module is None:
+                continue
+            function = getattr(record.module, "add_args", None)
+            if function is None or not hasattr(function, "megaplug_impl"):
+                continue
+            shadow = FlagTable()
+            try:
+                function(FlagDeclarations(shadow, record.name))
+            except Exception:
+                continue
+            for option in shadow.by_option:
+                if option not in self.table.by_option:
+                    self.inactive_flags[option] = record
+
+    def parser(self) -> argparse.ArgumentParser:
+        """The argparse parser for ``--help`` and tokenizing (built once, grouped by plugin)."""
+        if self._parser is None:
+            self._parser = self._build_parser()
+        return self._parser
+
+    def _build_parser(self) -> _Parser:
+        parser = _Parser(prog="megaplug", allow_abbrev=False,
+                         argument_default=argparse.SUPPRESS,
+                         description="Arguments resolved by megaplug, grouped by plugin.")
+        groups: dict[str, Any] = {}
+        for spec in self.table:
+            if spec.kind != "flag":
+                continue
+            group = groups.get(spec.plugin)
+            if group is None:
+                record = self.plugins.records.get(spec.plugin)
+                description = record.info.description if record and record.info else ""
+                group = groups[spec.plugin] = parser.add_argument_group(
+                    f"plugin {spec.plugin}", description or None)
+            group.add_argument(*_argparse_strings(spec), **self._argparse_kwargs(spec))
+        return parser
+
+    def _argparse_kwargs(self, spec: FlagSpec) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"dest": spec.dest, "default": argparse.SUPPRESS,
+                                  "action": _ACTION_CLASSES[spec.action]}
+        kwargs["help"] = argparse.SUPPRESS if spec.hidden else (spec.help or None)
+        if spec.action in ("store", "append"):
+            if spec.type is not None:
+                kwargs["type"] = self._collecting(spec)
+            if spec.nargs is not None:
+                kwargs["nargs"] = spec.nargs
+            metavar = spec.metavar
+            if metavar is None and spec.choices is not None:
+                metavar = "{" + ",".join(_choice_name(c) for c in spec.choices) + "}"
+            if metavar is not None:
+                kwargs["metavar"] = metavar
+            if spec.const is not None:
+                kwargs["const"] = spec.const
+        elif spec.action == "store_const":
+            kwargs["const"] = spec.const
+        return kwargs
+
+    def _collecting(self, spec: FlagSpec) -> Callable[[str], Any]:
+        convert = spec.type
+        errors = self._type_errors
+
+        def collect(text: str) -> Any:
+            try:
+                return convert(text)  # type: ignore[misc]
+            except (ValueError, TypeError, argparse.ArgumentTypeError, OverflowError) as exc:
+                errors.append((spec, text, str(exc)))
+                return _INVALID
+
+        collect.__name__ = spec.type_name or "value"
+        return collect
+
+    # -- resolving -------------------------------------------------------------------
+
+    def resolve(
+        self,
+        argv: Sequence[str] = (),
+        *,
+        config_files: Sequence[str] = (),
+        defaults: Mapping[str, Any] | None = None,
+        environ: Mapping[str, str] | None = None,
+        target: TargetEnvironment | None = None,
+        ignore_unknown: bool = False,
+    ) -> Resolved:
+        """Resolve a command line (plus files, environment, caller defaults) or raise ConfigError."""
+        draft, sink = self.parse(argv, config_files=config_files, defaults=defaults,
+                                 environ=environ, target=target, ignore_unknown=ignore_unknown)
+        return self.finish(draft, sink)
+
+    def parse(
+        self,
+        argv: Sequence[str] = (),
+        *,
+        config_files: Sequence[str] = (),
+        defaults: Mapping[str, Any] | None = None,
+        environ: Mapping[str, str] | None = None,
+        target: TargetEnvironment | None = None,
+        ignore_unknown: bool = False,
+    ) -> tuple[Draft, ProblemSink]:
+        """Fill values from every source, without running the plugin phases."""
+        sink = ProblemSink(problems=list(self.setup_problems))
+        if target is None:
+            target = TargetEnvironment(environ=environ)
+        elif environ is not None and target.environ is None:
+            target.environ = environ
+        values: dict[str, Any] = {}
+        provenance: dict[str, Provenance] = {}
+        for dest, specs in self.table.by_dest.items():
+            spec = specs[0]
+            values[dest] = _fresh(spec.default)
+            provenance[dest] = Provenance("default", plugin=spec.plugin)
+        for path in config_files:
+            self._apply_config_file(path, values, provenance, sink)
+        self._apply_environment(target, values, provenance, sink)
+        self._apply_command_line(argv, values, provenance, sink, ignore_unknown)
+        self._check_mutex(provenance, sink)
+        if defaults:
+            self._apply_caller_defaults(defaults, values, provenance, sink)
+        draft = Draft(values, provenance, self.table, sink, target)
+        return draft, sink
+
+    def _apply_config_file(self, path: str, values: dict[str, Any],
+                           provenance: dict[str, Provenance], sink: ProblemSink) -> None:
+        try:
+            data = load_config_file(path)
+        except ConfigFileError as exc:
+            sink.problems.append(Problem(str(exc), hint="check the path and the file's syntax"))
+            return
+        for key, raw in data.items():
+            spec = self.table.lookup(str(key))
+            if spec is None or spec.kind == "computed":
+                self._unknown_setting(str(key), f"config file {path}", sink,
+                                      computed=spec is not None)
+                continue
+            try:
+                value = self._config_value(spec, raw)
+            except ValueError as exc:
+                sink.problems.append(Problem(f"{spec.primary} in config file {path}: {exc}",
+                                             (spec.primary,), plugin=spec.plugin))
+                continue
+            if not spec.check_choice(value):
+                sink.problems.append(_choice_problem(spec, value, f"config file {path}"))
+                continue
+            values[spec.dest] = value
+            provenance[spec.dest] = Provenance("config-file", path, spec.plugin,
+                                               previous=provenance.get(spec.dest))
+
+    def _config_value(self, spec: FlagSpec, raw: Any) -> Any:
+        if spec.action in ("store_true", "store_false", "boolean_optional") and not isinstance(raw, bool):
+            raise ValueError(f"expected true or false, got {raw!r}")
+        if spec.action in ("store_true", "store_false") and str(spec.dest) != str(spec.option_strings[0]).lstrip("-").replace("-", "_"):
+            # keyed by dest, a boolean is the value itself (``masked_softmax_fusion: false``)
+            return raw
+        if spec.nargs in ("+", "*") or isinstance(spec.nargs, int):
+            if not isinstance(raw, (list, tuple)):
+                raw = [raw] if not isinstance(raw, str) else raw.split()
+            return spec.convert(list(raw))
+        return spec.convert(raw)
+
+    def _apply_environment(self, target: TargetEnvironment, values: dict[str, Any],
+                           provenance: dict[str, Provenance], sink: ProblemSink) -> None:
+        for variable, spec in self.table.by_env.items():
+            raw = target.getenv(variable)
+            if raw is None:
+                continue
+            try:
+                value = spec.convert(raw)
+            except ValueError as exc:
+                sink.problems.append(Problem(
+                    f"environment variable {variable}={raw!r} is not valid: {exc}",
+                    (variable,), hint=f"set {variable} to a valid {spec.type_name or 'value'}",
+                    plugin=spec.plugin))
+                continue
+            values[spec.dest] = value
+            provenance[spec.dest] = Provenance("environment", variable, spec.plugin,
+                                               previous=provenance.get(spec.dest))
+
+    def _apply_command_line(self, argv: Sequence[str], values: dict[str, Any],
+                            provenance: dict[str, Provenance], sink: ProblemSink,
+                            ignore_unknown: bool) -> None:
+        parser = self.parser()
+        self._type_errors.clear()
+        try:
+            namespace, unknown = parser.parse_known_args(list(argv))
+        except _ParseFailure as exc:
+            sink.problems.append(Problem(f"command line: {exc}",
+                                         hint="run with --help to see the accepted flags"))
+            return
+        spellings = namespace.__dict__.pop("_megaplug_spellings", {})
+        for spec, text, message in self._type_errors:
+            detail = f" ({message})" if message else ""
+            sink.problems.append(Problem(
+                f"{spec.primary}: invalid {spec.type_name} value {text!r}{detail}",
+                (spec.primary,), plugin=spec.plugin,
+                hint=_choices_hint(spec) or f"give {spec.primary} a {spec.type_name} value"))
+        for dest, value in vars(namespace).items():
+            if _contains_invalid(value):
+                continue
+            spec = self.table.by_dest[dest][0]
+            if not spec.check_choice(value):
+                sink.problems.append(_choice_problem(spec, value, "command line"))
+                continue
+            values[dest] = value
+            spelling = spellings.get(dest) or spec.primary
+            provenance[dest] = Provenance("command-line", spelling, spec.plugin,
+                                          previous=provenance.get(dest))
+            used = self.table.by_option.get(spelling)
+            if used is not None and used.deprecated:
+                sink.warnings.append(_warning(f"{spelling} is deprecated: {used.deprecated}",
+                                              spelling, spec.plugin))
+        if not ignore_unknown:
+            self._report_unknown(unknown, sink)
+
+    def _report_unknown(self, unknown: Sequence[str], sink: ProblemSink) -> None:
+        skip_values = False
+        for token in unknown:
+            if not token.startswith("-") or _NEGATIVE_NUMBER.match(token) or token == "--":
+                if not skip_values and token != "--":
+                    sink.problems.append(Problem(f"unexpected argument {token!r}",
+                                                 hint="values must follow the flag they belong to"))
+                continue
+            name = token.split("=", 1)[0]
+            skip_values = True
+            self._unknown_setting(name, "command line", sink)
+
+    def _unknown_setting(self, name: str, where: str, sink: ProblemSink,
+                         computed: bool = False) -> None:
+        option = name if name.startswith("-") else "--" + name.replace("_", "-")
+        record = self.inactive_flags.get(option)
+        if computed:
+            spec = self.table.lookup(name)
+            sink.problems.append(Problem(
+                f"{name!r} in {where} is computed by plugin {spec.plugin!r} and cannot be set",
+                (name,), hint="remove it; megaplug derives it from other settings",
+                plugin=spec.plugin if spec else None))
+        elif record is not None:
+            if record.status == "unavailable":
+                message = (f"{option} belongs to plugin {record.name!r}, which is unavailable: "
+                           f"{record.reason}")
+                hint = "install the missing package, or drop the flag"
+            else:
+                message = (f"{option} belongs to plugin {record.name!r}, which is "
+                           f"{record.status}: {record.reason}")
+                hint = f"remove -p no:{record.name} / MEGAPLUG_DISABLE, or drop the flag"
+            sink.problems.append(Problem(message, (option,), hint, record.name))
+        else:
+            suggestion = self.table.suggest(option)
+            hint = f"did you mean {suggestion}?" if suggestion else "see megaplug flags"
+            sink.problems.append(Problem(f"unrecognized argument {name} in {where}",
+                                         (name,), hint))
+
+    def _check_mutex(self, provenance: dict[str, Provenance], sink: ProblemSink) -> None:
+        for dests in self.table.mutex_groups:
+            given = [d for d in dests if provenance[d].source != "default"]
+            if len(given) > 1:
+                spelled = [self.table.spelling(d) for d in given]
+                sink.problems.append(Problem(
+                    f"{' and '.join(spelled)} cannot be used together", tuple(spelled),
+                    hint="keep one of them", plugin=self.table.owner(given[0])))
+
+    def _apply_caller_defaults(self, defaults: Mapping[str, Any], values: dict[str, Any],
+                               provenance: dict[str, Provenance], sink: ProblemSink) -> None:
+        # Megatron's rule for args_defaults: they fill settings that are still None.
+        for key, default in defaults.items():
+            current = values.get(key)
+            if current is not None:
+                if current != default:
+                    sink.warnings.append(_warning(
+                        f"keeping {key}={current!r} over the caller's default {default!r}",
+                        key, self.table.owner(key)))
+                continue
+            values[key] = default
+            provenance[key] = Provenance("caller-default", "", self.table.owner(key),
+                                         previous=provenance.get(key))
+
+    def finish(self, draft: Draft, sink: ProblemSink) -> Resolved:
+        """Run normalize, derive and validate over a parsed draft; raise if any problem."""
+        order = [record for record in self.plugins.active() if record.status == ACTIVE]
+        for phase in PHASES:
+            object.__setattr__(draft, "phase", phase)
+            object.__setattr__(draft, "_read_only", phase == "validate")
+            for record in order:
+                impl = self._impls[phase].get(record.name)
+                if impl is None:
+                    continue
+                self._run_hook(impl, record, phase, draft, sink)
+        sink.current_plugin = None
+        if sink.problems:
+            raise ConfigError(_dedupe(sink.problems))
+        return Resolved(draft._values, draft._provenance, self.table, sink.warnings,
+                        [record.name for record in order])
+
+    def _run_hook(self, impl: Any, record: PluginRecord, phase: str, draft: Draft,
+                  sink: ProblemSink) -> None:
+        sink.current_plugin = record.name
+        snapshot = _mutable_snapshot(draft._values) if phase == "validate" else None
+        try:
+            returned = _invoke(impl, draft)
+            if returned is not None:
+                for problem in returned:
+                    sink.add(problem)
+        except ReadOnlyError as exc:
+            sink.error(str(exc), hint="move the change to a derive or normalize hook")
+        except Exception as exc:
+            sink.error(
+                f"plugin {record.name!r} ({record.where()}) raised {type(exc).__name__} in "
+                f"{phase}: {exc}",
+                hint=f"this is a bug in the plugin; block it with -p no:{record.name}")
+        if snapshot is not None:
+            changed = sorted(k for k, v in snapshot.items() if draft._values.get(k) != v)
+            if changed:
+                sink.error(f"plugin {record.name!r} changed {', '.join(changed)} in validate",
+                           flags=changed, hint="validate must only report problems")
+                for key in changed:
+                    draft._values[key] = snapshot[key]
+
+
+def _invoke(impl: Any, argument: Any) -> Any:
+    return impl.function(argument) if impl.argnames else impl.function()
+
+
+def _argparse_strings(spec: FlagSpec) -> tuple[str, ...]:
+    if spec.action == "boolean_optional":
+        return tuple(o for o in spec.option_strings if not o.startswith("--no-")) or spec.option_strings
+    return spec.option_strings
+
+
+def _fresh(value: Any) -> Any:
+    if isinstance(value, (list, dict, set)):
+        return copy.copy(value)
+    return value
+
+
+def _contains_invalid(value: Any) -> bool:
+    if value is _INVALID:
+        return True
+    if isinstance(value, list):
+        return any(_contains_invalid(v) for v in value)
+    return False
+
+
+def _mutable_snapshot(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: copy.deepcopy(v) for k, v in values.items() if isinstance(v, (list, dict, set))}
+
+
+def _choice_name(choice: Any) -> str:
+    name = getattr(choice, "name", None)
+    return str(name if name is not None and not isinstance(choice, (int, str)) else choice)
+
+
+def _choices_hint(spec: FlagSpec) -> str | None:
+    if spec.choices is None:
+        return None
+    return "choose from " + ", ".join(_choice_name(c) for c in spec.choices)
+
+
+def _choice_problem(spec: FlagSpec, value: Any, where: str) -> Problem:
+    shown = [_choice_name(v) for v in value] if isinstance(value, list) else _choice_name(value)
+    return Problem(f"{spec.primary}: invalid choice {shown!r} ({where})", (spec.primary,),
+                   _choices_hint(spec), spec.plugin)
+
+
+def _warning(message: str, flag: str, plugin: str | None) -> Any:
+    from ._errors import Warning_
+
+    return Warning_(message, (flag,), plugin)
+
+
+def _dedupe(problems: Iterable[Problem]) -> list[Problem]:
+    seen: set[tuple[Any, ...]] = set()
+    unique = []
+    for problem in problems:
+        key = (problem.plugin, problem.message)
+        if key not in seen:
+            seen.add(key)
+            unique.append(problem)
+    return unique

@@ -1,0 +1,424 @@
+"""Declaring settings: the ``Flag`` / ``FromEnv`` / ``Computed`` markers and ``FlagSpec``.
+
+A plugin describes its settings as an options dataclass whose fields carry one of these
+markers in ``typing_extensions.Annotated`` metadata. The kernel turns each field into one
+or more :class:`FlagSpec` records, the single description every other part of megaplug
+(parser, config files, ``megaplug flags``, docs) works from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from typing_extensions import Annotated, get_args, get_origin
+
+MISSING: Any = dataclasses.MISSING
+
+#: Action names a flag may use; argparse classes are mapped onto these.
+ACTIONS = (
+    "store",
+    "store_true",
+    "store_false",
+    "store_const",
+    "boolean_optional",
+    "append",
+    "count",
+)
+
+_ARGPARSE_ACTION_NAMES = {
+    "store": "_StoreAction",
+    "store_true": "_StoreTrueAction",
+    "store_false": "_StoreFalseAction",
+    "store_const": "_StoreConstAction",
+    "boolean_optional": "BooleanOptionalAction",
+    "append": "_AppendAction",
+    "count": "_CountAction",
+}
+
+
+@dataclass(frozen=True, init=False)
+class Flag:
+    """Marks an options-dataclass field as a command-line flag.
+
+    Everything not given is inferred from the field: option string ``--field-name``,
+    ``type`` from the annotation (``Optional[X]`` is ``X``, ``list[X]`` gives
+    ``nargs='+'``, an ``Enum`` is parsed by member name, ``Literal`` gives choices), and
+    ``store_true`` / ``store_false`` for ``bool`` fields defaulting to False / True.
+    A field may carry several ``Flag`` markers that share its dest (``--x`` / ``--no-x``).
+    """
+
+    option_strings: tuple[str, ...] = ()
+    help: str = ""
+    action: str | None = None
+    type: Callable[[str], Any] | None = None
+    choices: Sequence[Any] | None = None
+    nargs: int | str | None = None
+    const: Any = None
+    metavar: str | None = None
+    default: Any = None
+    hidden: bool = False
+    deprecated: str | None = None
+    env: str | None = None
+
+    def __init__(
+        self,
+        *option_strings: str,
+        help: str = "",
+        action: str | None = None,
+        type: Callable[[str], Any] | None = None,
+        choices: Sequence[Any] | None = None,
+        nargs: int | str | None = None,
+        const: Any = None,
+        metavar: str | None = None,
+        default: Any = MISSING,
+        hidden: bool = False,
+        deprecated: str | None = None,
+        env: str | None = None,
+    ) -> None:
+        if action is not None and action not in ACTIONS:
+            raise ValueError(f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")
+        values = dict(
+            option_strings=tuple(option_strings),
+            help=help,
+            action=action,
+            type=type,
+            choices=tuple(choices) if choices is not None else None,
+            nargs=nargs,
+            const=const,
+            metavar=metavar,
+            default=default,
+            hidden=hidden,
+            deprecated=deprecated,
+            env=env,
+        )
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+
+@dataclass(frozen=True)
+class FromEnv:
+    """Marks a field whose value comes from an environment variable, not a flag."""
+
+    variable: str
+    help: str = ""
+
+
+@dataclass(frozen=True)
+class Computed:
+    """Marks a field that no user sets: a plugin derives it (e.g. ``data_parallel_size``)."""
+
+    help: str = ""
+
+
+@dataclass
+class FlagSpec:
+    """The kernel's record of one setting: a flag spelling set, an env value or a computed one.
+
+    ``kind`` is ``"flag"``, ``"env"`` or ``"computed"``. Several flag specs may share a
+    dest when they come from the same plugin (``--x`` and ``--no-x``).
+    """
+
+    dest: str
+    plugin: str
+    kind: str = "flag"
+    option_strings: tuple[str, ...] = ()
+    action: str = "store"
+    type: Callable[[str], Any] | None = None
+    default: Any = None
+    choices: tuple[Any, ...] | None = None
+    nargs: int | str | None = None
+    const: Any = None
+    metavar: str | None = None
+    help: str = ""
+    hidden: bool = False
+    deprecated: str | None = None
+    env: str | None = None
+    deprecated_spellings: tuple[str, ...] = ()
+
+    @property
+    def type_name(self) -> str | None:
+        if self.type is None:
+            return None
+        return getattr(self.type, "__name__", type(self.type).__name__)
+
+    @property
+    def argparse_action(self) -> str:
+        return _ARGPARSE_ACTION_NAMES[self.action]
+
+    @property
+    def primary(self) -> str:
+        """The spelling shown in messages: the first option string, else the dest."""
+        return self.option_strings[0] if self.option_strings else self.dest
+
+    @property
+    def takes_value(self) -> bool:
+        return self.action in ("store", "append")
+
+    def convert(self, raw: Any) -> Any:
+        """Convert a value from a config file or caller to this flag's type.
+
+        Strings go through the flag's ``type`` (as on the command line); lists are
+        converted element by element; other values are taken as they are. Raises
+        ``ValueError`` with a readable message when conversion fails.
+        """
+        if self.type is None or raw is None:
+            return raw
+        if isinstance(raw, (list, tuple)) and self.nargs not in (None, "?"):
+            return [self._convert_one(item) for item in raw]
+        return self._convert_one(raw)
+
+    def _convert_one(self, raw: Any) -> Any:
+        if not isinstance(raw, str):
+            if self.type in (int, float) and isinstance(raw, bool):
+                raise ValueError(f"expected {self.type_name}, got {raw!r}")
+            if self.type is float and isinstance(raw, int):
+                return float(raw)
+            return raw
+        try:
+            return self.type(raw)  # type: ignore[misc]
+        except (TypeError, ValueError) as exc:
+            detail = f": {exc}" if str(exc) else ""
+            raise ValueError(f"invalid {self.type_name} value {raw!r}{detail}") from None
+
+    def check_choice(self, value: Any) -> bool:
+        if self.choices is None or value is None:
+            return True
+        values = value if isinstance(value, list) else [value]
+        return all(item in self.choices for item in values)
+
+
+def enum_by_name(enum_class: type[enum.Enum]) -> Callable[[str], enum.Enum]:
+    """A ``type=`` callable that parses an enum member by name (``'flash'`` -> ``AttnBackend.flash``)."""
+
+    def parse(text: str) -> enum.Enum:
+        name = text.split(".", 1)[1] if text.startswith(enum_class.__name__ + ".") else text
+        try:
+            return enum_class[name]
+        except KeyError:
+            names = ", ".join(member.name for member in enum_class)
+            raise ValueError(f"choose from {names}") from None
+
+    parse.__name__ = enum_class.__name__
+    return parse
+
+
+def _is_optional(annotation: Any) -> tuple[bool, Any]:
+    origin = get_origin(annotation)
+    if origin is typing.Union or (hasattr(types, "UnionType") and origin is types.UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        if len(args) == 1 and len(get_args(annotation)) == 2:
+            return True, args[0]
+    return False, annotation
+
+
+def _infer_from_annotation(annotation: Any) -> dict[str, Any]:
+    """What the field's type says about type, nargs and choices."""
+    _, base = _is_optional(annotation)
+    origin = get_origin(base)
+    if origin in (list, tuple, typing.List, typing.Tuple):
+        args = [a for a in get_args(base) if a is not Ellipsis]
+        inner = _infer_from_annotation(args[0]) if args else {}
+        return {**inner, "nargs": "+"}
+    if origin is typing.Literal:
+        choices = get_args(base)
+        return {"type": type(choices[0]), "choices": choices}
+    if isinstance(base, type) and issubclass(base, enum.Enum):
+        return {"type": enum_by_name(base), "choices": tuple(base)}
+    if base in (int, float, str):
+        return {"type": base}
+    if base is bool:
+        return {"is_bool": True}
+    return {}
+
+
+def _default_spelling(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+_SPEC_CACHE: dict[type, list[tuple[Any, ...]]] = {}
+
+
+def _field_markers(options_class: type) -> list[tuple[Any, ...]]:
+    """(field, annotation, markers) for each field, cached per class."""
+    cached = _SPEC_CACHE.get(options_class)
+    if cached is not None:
+        return cached
+    hints: dict[str, Any] | None = None
+    rows = []
+    for field in dataclasses.fields(options_class):
+        annotation = field.type
+        if isinstance(annotation, str):
+            if hints is None:
+                hints = typing.get_type_hints(options_class, include_extras=True)
+            annotation = hints[field.name]
+        markers: tuple[Any, ...] = ()
+        if get_origin(annotation) is Annotated:
+            markers = tuple(
+                m for m in annotation.__metadata__ if isinstance(m, (Flag, FromEnv, Computed))
+            )
+            annotation = get_args(annotation)[0]
+        rows.append((field, annotation, markers))
+    _SPEC_CACHE[options_class] = rows
+    return rows
+
+
+def _field_default(field: dataclasses.Field) -> Any:  # type: ignore[type-arg]
+    if field.default is not MISSING:
+        return field.default
+    if field.default_factory is not MISSING:  # type: ignore[misc]
+        return field.default_factory()  # type: ignore[misc]
+    return None
+
+
+def specs_from_options(options_class: type, plugin: str) -> list[FlagSpec]:
+    """Turn an options dataclass into flag specs (one per marker; unmarked fields are flags)."""
+    if not dataclasses.is_dataclass(options_class):
+        raise TypeError(f"{options_class!r} is not a dataclass")
+    specs: list[FlagSpec] = []
+    for field, annotation, markers in _field_markers(options_class):
+        default = _field_default(field)
+        inferred = _infer_from_annotation(annotation)
+        if not markers:
+            markers = (Flag(),)
+        for marker in markers:
+            if isinstance(marker, FromEnv):
+                specs.append(
+                    FlagSpec(
+                        dest=field.name,
+                        plugin=plugin,
+                        kind="env",
+                        type=inferred.get("type"),
+                        default=default,
+                        help=marker.help,
+                        env=marker.variable,
+                    )
+                )
+                continue
+            if isinstance(marker, Computed):
+                specs.append(
+                    FlagSpec(dest=field.name, plugin=plugin, kind="computed", default=default,
+                             help=marker.help)
+                )
+                continue
+            specs.append(_flag_spec(field.name, plugin, marker, inferred, default))
+    return specs
+
+
+def _flag_spec(
+    dest: str, plugin: str, marker: Flag, inferred: dict[str, Any], field_default: Any
+) -> FlagSpec:
+    default = field_default if marker.default is MISSING else marker.default
+    action = marker.action
+    if action is None:
+        if inferred.get("is_bool") and marker.type is None:
+            action = "store_false" if default is True else "store_true"
+        else:
+            action = "store"
+    option_strings = marker.option_strings or (_default_spelling(dest),)
+    flag_type = marker.type
+    choices = marker.choices
+    nargs = marker.nargs
+    if action in ("store", "append"):
+        if flag_type is None:
+            flag_type = inferred.get("type")
+        if choices is None and marker.type is None:
+            choices = inferred.get("choices")
+        if nargs is None and "nargs" in inferred:
+            nargs = inferred["nargs"]
+    elif action == "boolean_optional":
+        flag_type = marker.type
+    else:
+        flag_type = None
+    if action == "boolean_optional":
+        option_strings = _with_negatives(option_strings)
+    const = marker.const
+    if action == "store_true":
+        const = True
+    elif action == "store_false":
+        const = False
+    return FlagSpec(
+        dest=dest,
+        plugin=plugin,
+        option_strings=option_strings,
+        action=action,
+        type=flag_type,
+        default=default,
+        choices=tuple(choices) if choices is not None else None,
+        nargs=nargs,
+        const=const,
+        metavar=marker.metavar,
+        help=marker.help,
+        hidden=marker.hidden,
+        deprecated=marker.deprecated,
+        env=marker.env,
+    )
+
+
+def _with_negatives(option_strings: tuple[str, ...]) -> tuple[str, ...]:
+    """BooleanOptionalAction spellings: each ``--x`` followed by its ``--no-x``."""
+    result: list[str] = []
+    for option in option_strings:
+        if option.startswith("--no-"):
+            continue
+        result.append(option)
+        if option.startswith("--"):
+            result.append("--no-" + option[2:])
+    return tuple(result)
+
+
+def spec_from_argparse(
+    option_strings: Sequence[str], kwargs: dict[str, Any], plugin: str
+) -> FlagSpec:
+    """Build a spec from a plain ``add_argument(*option_strings, **kwargs)`` call."""
+    import argparse
+
+    kwargs = dict(kwargs)
+    action = kwargs.pop("action", "store")
+    if isinstance(action, type):
+        action = {
+            argparse.BooleanOptionalAction: "boolean_optional",
+        }.get(action, action)
+    if not isinstance(action, str) or action not in ACTIONS:
+        raise ValueError(f"unsupported action {action!r} for {option_strings}")
+    dest = kwargs.pop("dest", None)
+    if dest is None:
+        longs = [o for o in option_strings if o.startswith("--")]
+        dest = (longs or list(option_strings))[0].lstrip("-").replace("-", "_")
+    help_text = kwargs.pop("help", "") or ""
+    hidden = help_text is argparse.SUPPRESS
+    if hidden:
+        help_text = ""
+    default = kwargs.pop("default", MISSING)
+    if default is MISSING:
+        default = {"store_true": False, "store_false": True}.get(action)
+    const = kwargs.pop("const", None)
+    if action == "store_true":
+        const = True
+    elif action == "store_false":
+        const = False
+    choices = kwargs.pop("choices", None)
+    if action == "boolean_optional":
+        option_strings = _with_negatives(tuple(option_strings))
+    spec = FlagSpec(
+        dest=dest,
+        plugin=plugin,
+        option_strings=tuple(option_strings),
+        action=action,
+        type=kwargs.pop("type", None),
+        default=default,
+        choices=tuple(choices) if choices is not None else None,
+        nargs=kwargs.pop("nargs", None),
+        const=const,
+        metavar=kwargs.pop("metavar", None),
+        help=help_text,
+        hidden=hidden,
+    )
+    kwargs.pop("required", None)
+    if kwargs:
+        raise ValueError(f"unsupported add_argument options {sorted(kwargs)} for {option_strings}")
+    return spec

@@ -1,0 +1,386 @@
+"""Finding, loading, ordering and describing plugins."""
+
+from __future__ import annotations
+
+import heapq
+import importlib
+import os
+import types
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+import pluggy
+
+from . import hookspecs
+from ._errors import PluginError
+from ._target import TargetEnvironment
+
+ENTRY_POINT_GROUP = "megaplug"
+HOOK_NAMES = ("add_args", "normalize", "derive", "validate")
+
+#: Built-in plugins, registered through the same path as installed ones.
+BUILTIN_PLUGINS: tuple[str, ...] = (
+    "megaplug.builtin.model",
+    "megaplug.builtin.parallel",
+    "megaplug.builtin.precision",
+    "megaplug.builtin.training",
+    "megaplug.builtin.checkpointing",
+    "megaplug.builtin.data",
+    "megaplug.builtin.logging",
+    "megaplug.builtin.resilience",
+    "megaplug.builtin.experimental",
+)
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """An optional package a plugin needs: import name and an optional minimum version."""
+
+    import_name: str
+    min_version: str | None = None
+
+    def __str__(self) -> str:
+        return self.import_name + (f">={self.min_version}" if self.min_version else "")
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """What a plugin module declares about itself as ``megaplug_plugin = PluginInfo(...)``.
+
+    ``after`` names plugins whose hooks must run before this one's (each must exist,
+    though it may be blocked or unavailable); ``before`` names plugins this one must
+    precede when they are present. ``requires`` lists optional packages: when one is
+    missing the plugin is *unavailable* and adds no flags.
+    """
+
+    name: str
+    description: str = ""
+    version: str | None = None
+    after: tuple[str, ...] = ()
+    before: tuple[str, ...] = ()
+    requires: tuple[Requirement, ...] = ()
+
+    def __post_init__(self) -> None:
+        for attr in ("after", "before", "requires"):
+            value = getattr(self, attr)
+            if isinstance(value, (str, Requirement)):
+                value = (value,)
+            object.__setattr__(self, attr, tuple(value))
+        object.__setattr__(
+            self,
+            "requires",
+            tuple(Requirement(r) if isinstance(r, str) else r for r in self.requires),
+        )
+
+
+ACTIVE, BLOCKED, UNAVAILABLE, BROKEN = "active", "blocked", "unavailable", "broken"
+
+
+@dataclass
+class PluginRecord:
+    """Everything megaplug knows about one plugin, whatever its status."""
+
+    name: str
+    status: str
+    source: str
+    reason: str = ""
+    module: Any = None
+    info: PluginInfo | None = None
+    entry_point: str | None = None
+    distribution: str | None = None
+    version: str | None = None
+    hooks: tuple[str, ...] = ()
+
+    @property
+    def after(self) -> tuple[str, ...]:
+        return self.info.after if self.info else ()
+
+    @property
+    def before(self) -> tuple[str, ...]:
+        return self.info.before if self.info else ()
+
+    def where(self) -> str:
+        """'entry point X (distribution Y)' style description for error messages."""
+        parts = []
+        if self.entry_point:
+            parts.append(f"entry point {self.entry_point}")
+        if self.distribution:
+            parts.append(f"distribution {self.distribution}")
+        return ", ".join(parts) or self.source
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "distribution": self.distribution,
+            "entry_point": self.entry_point,
+            "source": self.source,
+            "status": self.status,
+            "reason": self.reason,
+            "hooks": list(self.hooks),
+            "after": list(self.after),
+            "before": list(self.before),
+            "requires": [str(r) for r in self.info.requires] if self.info else [],
+        }
+
+
+@dataclass
+class PluginSelection:
+    """Which plugins to load beyond the built-ins, and which to block."""
+
+    load: list[str] = field(default_factory=list)
+    block: set[str] = field(default_factory=set)
+    autoload: bool = True
+
+    @classmethod
+    def from_environment(cls, environ: Any = None) -> "PluginSelection":
+        env = os.environ if environ is None else environ
+        selection = cls()
+        selection.load.extend(_split_names(env.get("MEGAPLUG_PLUGINS", "")))
+        selection.block.update(_split_names(env.get("MEGAPLUG_DISABLE", "")))
+        if env.get("MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD", "").strip() not in ("", "0"):
+            selection.autoload = False
+        return selection
+
+    def take_from_argv(self, argv: Sequence[str]) -> list[str]:
+        """Consume ``-p NAME`` / ``-p no:NAME`` / ``--no-autoload`` tokens; return the rest."""
+        rest: list[str] = []
+        tokens = iter(argv)
+        for token in tokens:
+            if token == "--":
+                rest.append(token)
+                rest.extend(tokens)
+                break
+            if token == "-p":
+                name = next(tokens, None)
+                if name is None:
+                    rest.append(token)
+                    break
+                self._apply(name)
+            elif token.startswith("-p") and len(token) > 2 and not token.startswith("--"):
+                self._apply(token[2:].lstrip("="))
+            elif token == "--no-autoload":
+                self.autoload = False
+            else:
+                rest.append(token)
+        return rest
+
+    def _apply(self, name: str) -> None:
+        if name.startswith("no:"):
+            self.block.add(name[3:])
+        else:
+            self.load.append(name)
+
+
+def _split_names(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _entry_points() -> list[Any]:
+    from importlib import metadata
+
+    return sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+
+
+def _dist_of(entry_point: Any) -> tuple[str | None, str | None]:
+    dist = getattr(entry_point, "dist", None)
+    if dist is None:
+        return None, None
+    return dist.metadata["Name"], dist.version
+
+
+class PluginSet:
+    """The loaded plugins of one process: records for all, a pluggy manager for the active.
+
+    Built-ins come first, then entry points (unless autoloading is off), then modules
+    named by ``MEGAPLUG_PLUGINS`` / ``-p``. Blocking happens before import, so a
+    blocked plugin's code never runs.
+    """
+
+    def __init__(
+        self,
+        selection: PluginSelection | None = None,
+        *,
+        builtins: Iterable[str | types.ModuleType | object] = BUILTIN_PLUGINS,
+        extra: Iterable[object] = (),
+        local: TargetEnvironment | None = None,
+    ) -> None:
+        self.selection = selection or PluginSelection()
+        self.local = local or TargetEnvironment()
+        self.records: dict[str, PluginRecord] = {}
+        self.manager = pluggy.PluginManager("megaplug")
+        self.manager.add_hookspecs(hookspecs)
+        for item in builtins:
+            self._load_object(item, source="builtin")
+        if self.selection.autoload:
+            for entry_point in _entry_points():
+                self._load_entry_point(entry_point)
+        for name in self.selection.load:
+            self._load_named(name)
+        for item in extra:
+            self._load_object(item, source="extra")
+        self.order = self._resolve_order()
+
+    # -- loading ---------------------------------------------------------------------
+
+    def _load_named(self, name: str) -> None:
+        if name in self.records or name in self.selection.block:
+            return
+        if not self.selection.autoload:
+            for entry_point in _entry_points():
+                if entry_point.name == name:
+                    self._load_entry_point(entry_point, source="-p")
+                    return
+        self._load_object(name, source="-p / MEGAPLUG_PLUGINS")
+
+    def _load_entry_point(self, entry_point: Any, source: str = "entry point") -> None:
+        dist_name, dist_version = _dist_of(entry_point)
+        where = f"{entry_point.name} = {entry_point.value}"
+        if entry_point.name in self.selection.block:
+            self._add(PluginRecord(entry_point.name, BLOCKED, source, "blocked by -p no: / "
+                                   "MEGAPLUG_DISABLE", entry_point=where,
+                                   distribution=dist_name, version=dist_version))
+            return
+        if entry_point.name in self.records:
+            return
+        try:
+            module = entry_point.load()
+        except Exception as exc:  # a broken third-party plugin must not take megaplug down
+            self._add(PluginRecord(entry_point.name, BROKEN, source,
+                                   f"import failed: {type(exc).__name__}: {exc}",
+                                   entry_point=where, distribution=dist_name,
+                                   version=dist_version))
+            return
+        self._register(module, source, entry_point=where, distribution=dist_name,
+                       version=dist_version, fallback_name=entry_point.name)
+
+    def _load_object(self, item: Any, source: str) -> None:
+        if isinstance(item, str):
+            if item.rsplit(".", 1)[-1] in self.selection.block or item in self.selection.block:
+                self._add(PluginRecord(item.rsplit(".", 1)[-1], BLOCKED, source,
+                                       "blocked by -p no: / MEGAPLUG_DISABLE"))
+                return
+            try:
+                module = importlib.import_module(item)
+            except Exception as exc:
+                self._add(PluginRecord(item, BROKEN, source,
+                                       f"import failed: {type(exc).__name__}: {exc}"))
+                return
+            item = module
+        distribution = version = None
+        if source == "builtin":
+            from . import __version__
+
+            distribution, version = "megaplug", __version__
+        self._register(item, source, distribution=distribution, version=version,
+                       fallback_name=getattr(item, "__name__", repr(item)))
+
+    def _register(self, plugin: Any, source: str, *, entry_point: str | None = None,
+                  distribution: str | None = None, version: str | None = None,
+                  fallback_name: str) -> None:
+        info = getattr(plugin, "megaplug_plugin", None)
+        if info is not None and not isinstance(info, PluginInfo):
+            info = None
+        name = info.name if info else fallback_name.rsplit(".", 1)[-1]
+        if info and info.version:
+            version = info.version
+        record = PluginRecord(name, ACTIVE, source, info=info, module=plugin,
+                              entry_point=entry_point, distribution=distribution,
+                              version=version)
+        if name in self.records and self.records[name].module is not plugin:
+            other = self.records[name]
+            raise PluginError(
+                f"two plugins are named {name!r}: {other.where()} and {record.where()}"
+            )
+        if name in self.selection.block:
+            record.status, record.reason = BLOCKED, "blocked by -p no: / MEGAPLUG_DISABLE"
+            self._add(record)
+            return
+        missing = [
+            problem
+            for requirement in (info.requires if info else ())
+            if (problem := self.local.requirement_problem(requirement.import_name,
+                                                          requirement.min_version))
+        ]
+        if missing:
+            record.status, record.reason = UNAVAILABLE, "; ".join(missing)
+            record.hooks = _implemented_hooks(plugin)
+            self._add(record)
+            return
+        try:
+            self.manager.register(plugin, name=name)
+        except Exception as exc:
+            record.status = BROKEN
+            record.reason = f"registration failed: {type(exc).__name__}: {exc}"
+            self._add(record)
+            return
+        record.hooks = _implemented_hooks(plugin)
+        self._add(record)
+
+    def _add(self, record: PluginRecord) -> None:
+        self.records.setdefault(record.name, record)
+
+    # -- ordering --------------------------------------------------------------------
+
+    def _resolve_order(self) -> list[str]:
+        active = sorted(n for n, r in self.records.items() if r.status == ACTIVE)
+        known = set(self.records)
+        edges: dict[str, set[str]] = {name: set() for name in active}
+        for name in active:
+            record = self.records[name]
+            for first in record.after:
+                if first not in known:
+                    raise PluginError(
+                        f"plugin {name!r} ({record.where()}) must run after {first!r}, "
+                        f"which is not installed"
+                    )
+                if first in edges:
+                    edges[first].add(name)
+            for later in record.before:
+                if later in edges:
+                    edges[name].add(later)
+        incoming = {name: 0 for name in active}
+        for targets in edges.values():
+            for target in targets:
+                incoming[target] += 1
+        ready = [name for name, count in incoming.items() if count == 0]
+        heapq.heapify(ready)
+        order: list[str] = []
+        while ready:
+            name = heapq.heappop(ready)
+            order.append(name)
+            for target in sorted(edges[name]):
+                incoming[target] -= 1
+                if incoming[target] == 0:
+                    heapq.heappush(ready, target)
+        if len(order) != len(active):
+            stuck = sorted(n for n in active if n not in order)
+            raise PluginError(
+                "plugin ordering has a cycle among: " + ", ".join(stuck)
+                + " (check their after=/before= declarations)"
+            )
+        return order
+
+    # -- queries ---------------------------------------------------------------------
+
+    def active(self) -> list[PluginRecord]:
+        return [self.records[name] for name in self.order]
+
+    def inactive(self) -> list[PluginRecord]:
+        return [r for n, r in sorted(self.records.items()) if r.status != ACTIVE]
+
+    def implementation(self, plugin: str, hook: str) -> Any:
+        """The plugin's function for ``hook``, or ``None``."""
+        record = self.records[plugin]
+        return _hook_function(record.module, hook)
+
+
+def _hook_function(plugin: Any, hook: str) -> Any:
+    function = getattr(plugin, hook, None)
+    if function is None or not hasattr(function, "megaplug_impl"):
+        return None
+    return function
+
+
+def _implemented_hooks(plugin: Any) -> tuple[str, ...]:
+    return tuple(h for h in HOOK_NAMES if _hook_function(plugin, h) is not None)

@@ -1,0 +1,117 @@
+"""The target environment: installed package versions and the GPU a job will run on.
+
+Checks that depend on Transformer Engine's version or the GPU's compute capability ask
+this service instead of importing packages or touching CUDA themselves. By default it
+looks at the real machine, lazily (nothing is imported until a check asks); a caller
+can state the target instead (``megaplug resolve --assume transformer_engine=2.17.1
+--assume-device-capability 9.0``), so a login node or CI can validate a launch for the
+cluster it targets.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Mapping
+
+_NOT_ASKED = object()
+
+#: Import names whose distribution is spelled differently on PyPI.
+_DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
+    "transformer_engine": ("transformer_engine", "transformer-engine", "transformer_engine_torch"),
+    "nvidia_resiliency_ext": ("nvidia-resiliency-ext", "nvidia_resiliency_ext"),
+    "flashinfer": ("flashinfer-python", "flashinfer"),
+    "multistorageclient": ("multi-storage-client", "multistorageclient"),
+    "mamba_ssm": ("mamba-ssm", "mamba_ssm"),
+    "yaml": ("PyYAML",),
+}
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    """A comparable tuple of the leading numeric release parts (``'2.17.1+cu12'`` -> ``(2, 17, 1)``)."""
+    parts = []
+    for piece in re.split(r"[.+-]", text):
+        match = re.match(r"\d+", piece)
+        if not match:
+            break
+        parts.append(int(match.group()))
+    return tuple(parts)
+
+
+@dataclass
+class TargetEnvironment:
+    """Package versions, device capability and environment variables a check may consult.
+
+    ``packages`` maps import names to a version string, or ``None`` for "not installed";
+    names not in it are looked up on this machine when first asked. ``device_capability``
+    is the GPU's ``(major, minor)``; when not stated it is read from torch on first use,
+    and is ``None`` on a machine without a GPU. ``environ`` is the process environment
+    the job will see (defaults to ``os.environ``).
+    """
+
+    packages: dict[str, str | None] = field(default_factory=dict)
+    device_capability: tuple[int, int] | None | object = _NOT_ASKED
+    environ: Mapping[str, str] | None = None
+    _looked_up: dict[str, str | None] = field(default_factory=dict, repr=False)
+
+    def getenv(self, name: str, default: str | None = None) -> str | None:
+        env = os.environ if self.environ is None else self.environ
+        return env.get(name, default)
+
+    def package_version(self, import_name: str) -> str | None:
+        """The installed version of a package by import name, or ``None`` if absent."""
+        if import_name in self.packages:
+            return self.packages[import_name]
+        if import_name not in self._looked_up:
+            self._looked_up[import_name] = _installed_version(import_name)
+        return self._looked_up[import_name]
+
+    def has_package(self, import_name: str) -> bool:
+        return self.package_version(import_name) is not None
+
+    def version_at_least(self, import_name: str, minimum: str) -> bool:
+        found = self.package_version(import_name)
+        return found is not None and parse_version(found) >= parse_version(minimum)
+
+    def requirement_problem(self, import_name: str, minimum: str | None = None) -> str | None:
+        """``None`` when satisfied, else ``'requires X >= v, found w'`` / ``'... not installed'``."""
+        found = self.package_version(import_name)
+        wanted = f"{import_name} >= {minimum}" if minimum else import_name
+        if found is None:
+            return f"requires {wanted}, not installed"
+        if minimum and parse_version(found) < parse_version(minimum):
+            return f"requires {wanted}, found {found}"
+        return None
+
+    def capability(self) -> tuple[int, int] | None:
+        """The target GPU's compute capability, or ``None`` when there is no GPU."""
+        if self.device_capability is _NOT_ASKED:
+            self.device_capability = _local_device_capability()
+        return self.device_capability  # type: ignore[return-value]
+
+
+def _installed_version(import_name: str) -> str | None:
+    from importlib import metadata, util
+
+    for dist in _DISTRIBUTIONS.get(import_name, (import_name, import_name.replace("_", "-"))):
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    try:
+        found = util.find_spec(import_name) is not None
+    except (ImportError, ValueError):
+        found = False
+    return "0" if found else None
+
+
+def _local_device_capability() -> tuple[int, int] | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    major, minor = torch.cuda.get_device_capability()
+    return (int(major), int(minor))

@@ -1,0 +1,1 @@
+"""megaplug's own feature areas, registered as plugins like any other."""

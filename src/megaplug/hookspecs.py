@@ -1,0 +1,72 @@
+"""The four hooks a megaplug plugin may implement.
+
+This module is the plugin author's manual. A resolve runs the phases in this order, each
+phase calling every active plugin in the declared (topological) plugin order:
+
+1. ``add_args``  - once per process: declare settings.
+2. (kernel)       - fill values: declared defaults, config files, environment, command
+                    line, then caller defaults where a value is still ``None``.
+3. ``normalize`` - rewrite deprecated and alternate spellings into canonical values.
+4. ``derive``    - compute values from other values.
+5. ``validate``  - report problems; sees every normalized and derived value.
+
+Problems from every phase are collected; the resolve fails once, at the end, with all of
+them. A plugin names the plugins it must follow with ``PluginInfo(after=...)`` (or
+precede, with ``before=...``); registration and installation order never matter.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable
+
+import pluggy
+
+if TYPE_CHECKING:
+    from ._config import Draft
+    from ._errors import Problem
+    from ._registry import FlagDeclarations
+
+hookspec = pluggy.HookspecMarker("megaplug")
+hookimpl = pluggy.HookimplMarker("megaplug")
+
+
+@hookspec
+def add_args(flags: "FlagDeclarations") -> None:
+    """Declare this plugin's settings.
+
+    Call ``flags.add_options(MyOptions)`` with an options dataclass (see
+    :class:`megaplug.Flag`), and/or ``flags.add_argument(...)`` like argparse. Every
+    option string and dest must be unique across all plugins; a clash is an error naming
+    both plugins. Called once per process; must not read configuration values.
+    """
+
+
+@hookspec
+def normalize(config: "Draft") -> None:
+    """Turn deprecated or alternate spellings into canonical values.
+
+    Runs before anything else reads values. Use ``config.set(dest, value,
+    reason=..., inputs=(old_dest,))`` so provenance says what was migrated, ``config.warn``
+    to tell the user, and ``config.discard(old_dest)`` to drop a retired setting from the
+    result. Report impossible combinations with ``config.error``.
+    """
+
+
+@hookspec
+def derive(config: "Draft") -> None:
+    """Compute values from other values (e.g. data-parallel size from world size).
+
+    Use ``config.set(dest, value, inputs=(...))``: provenance records "derived by
+    <plugin> from <inputs>". A value that cannot be derived is reported with
+    ``config.error`` (flags involved, hint); the resolve still runs every other hook.
+    """
+
+
+@hookspec
+def validate(config: "Draft") -> "Iterable[Problem] | None":
+    """Report problems; never change a value.
+
+    Report with ``config.error(message, flags=..., hint=...)`` or return / yield
+    :class:`megaplug.Problem` objects. ``config`` is read-only here: ``set`` and
+    ``discard`` raise, and a plugin that mutates a value in place is reported.
+    """

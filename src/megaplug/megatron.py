@@ -1,0 +1,152 @@
+"""A Megatron-LM compatible facade: ``parse_args``, ``validate_args`` and friends.
+
+A Megatron entry point switches with one import::
+
+    from megaplug.megatron import parse_and_validate_args
+    args = parse_and_validate_args(extra_args_provider, args_defaults={...})
+
+and gets an ``argparse.Namespace`` with the keys and values Megatron's own functions
+produce (torch dtypes included), except that every problem is reported at once through
+:class:`megaplug.ConfigError` instead of the first failing ``assert``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any, Callable, Mapping, Sequence
+
+from ._api import load
+from ._config import Draft, Provenance
+from ._errors import ConfigError, Problem, ProblemSink
+from ._kernel import Kernel
+from ._plugins import PluginSelection, PluginSet
+from ._sources import take_config_files
+from ._target import TargetEnvironment
+
+_PROVENANCE_ATTR = "_megaplug_provenance"
+_KERNEL_ATTR = "_megaplug_kernel"
+
+
+def _kernel_for(argv: Sequence[str], environ: Mapping[str, str] | None,
+                extra_args_provider: Callable[[Any], Any] | None) -> tuple[Kernel, list[str]]:
+    if extra_args_provider is None:
+        return load(argv, environ=environ)
+    selection = PluginSelection.from_environment(environ)
+    rest = selection.take_from_argv(argv)
+    return Kernel(PluginSet(selection), extra_args_provider=extra_args_provider), rest
+
+
+def parse_args(
+    extra_args_provider: Callable[[Any], Any] | None = None,
+    ignore_unknown_args: bool = False,
+    *,
+    argv: Sequence[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> argparse.Namespace:
+    """Parse the command line (``sys.argv`` by default) like Megatron's ``parse_args``.
+
+    ``rank`` and ``world_size`` come from ``RANK`` / ``WORLD_SIZE``. The namespace is not
+    yet validated; pass it to :func:`validate_args`. Parse problems raise ``ConfigError``.
+    """
+    tokens = list(sys.argv[1:] if argv is None else argv)
+    env = os.environ if environ is None else environ
+    kernel, rest = _kernel_for(tokens, env, extra_args_provider)
+    files, rest = take_config_files(rest)
+    draft, sink = kernel.parse(rest, config_files=files, environ=env,
+                               ignore_unknown=ignore_unknown_args)
+    if sink.problems:
+        raise ConfigError(sink.problems)
+    namespace = argparse.Namespace(**draft._values)
+    namespace._is_global_batch_size_explicitly_specified = (
+        getattr(namespace, "global_batch_size", None) is not None
+    )
+    setattr(namespace, _PROVENANCE_ATTR, dict(draft._provenance))
+    setattr(namespace, _KERNEL_ATTR, kernel)
+    return namespace
+
+
+def validate_args(
+    args: argparse.Namespace,
+    defaults: Mapping[str, Any] | None = None,
+    *,
+    target: TargetEnvironment | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> argparse.Namespace:
+    """Normalize, derive and validate ``args`` in place, like Megatron's ``validate_args``.
+
+    ``defaults`` fill settings that are still ``None`` (Megatron's ``args_defaults``).
+    Raises ``ConfigError`` with every problem found. Returns ``args``.
+    """
+    env = os.environ if environ is None else environ
+    values = {k: v for k, v in vars(args).items() if not k.startswith("_megaplug")}
+    kernel: Kernel = getattr(args, _KERNEL_ATTR, None) or load((), environ=env)[0]
+    provenance: dict[str, Provenance] = dict(getattr(args, _PROVENANCE_ATTR, {}))
+    for key in values:
+        provenance.setdefault(key, Provenance("command-line", plugin=kernel.table.owner(key)))
+    sink = ProblemSink()
+    target = target or TargetEnvironment(environ=env)
+    if target.environ is None:
+        target.environ = env
+    if defaults:
+        kernel._apply_caller_defaults(defaults, values, provenance, sink)
+    draft = Draft(values, provenance, kernel.table, sink, target)
+    resolved = kernel.finish(draft, sink)
+    final = resolved.to_namespace(torch_types=True)
+    for key in list(vars(args)):
+        if not key.startswith("_") and key not in vars(final):
+            delattr(args, key)
+    for key, value in vars(final).items():
+        setattr(args, key, value)
+    setattr(args, _PROVENANCE_ATTR, dict(resolved.provenance()))
+    return args
+
+
+def parse_and_validate_args(
+    extra_args_provider: Callable[[Any], Any] | None = None,
+    ignore_unknown_args: bool = False,
+    args_defaults: Mapping[str, Any] | None = None,
+    *,
+    argv: Sequence[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    target: TargetEnvironment | None = None,
+) -> argparse.Namespace:
+    """``parse_args`` then ``validate_args``, as Megatron's entry points call them."""
+    args = parse_args(extra_args_provider, ignore_unknown_args, argv=argv, environ=environ)
+    return validate_args(args, args_defaults or {}, target=target, environ=environ)
+
+
+def add_megatron_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add every flag of the active plugins to a caller's argparse parser, with plain types."""
+    kernel, _ = load(())
+    groups: dict[str, Any] = {}
+    for spec in kernel.table:
+        if spec.kind != "flag":
+            continue
+        group = groups.get(spec.plugin) or parser.add_argument_group(spec.plugin)
+        groups[spec.plugin] = group
+        kwargs: dict[str, Any] = {"dest": spec.dest, "default": spec.default,
+                                  "help": argparse.SUPPRESS if spec.hidden else spec.help}
+        if spec.action == "boolean_optional":
+            kwargs["action"] = argparse.BooleanOptionalAction
+            strings = tuple(o for o in spec.option_strings if not o.startswith("--no-"))
+        else:
+            kwargs["action"] = spec.action
+            strings = spec.option_strings
+        if spec.action in ("store", "append"):
+            for key in ("type", "nargs", "metavar", "choices"):
+                if getattr(spec, key) is not None:
+                    kwargs[key] = getattr(spec, key)
+        group.add_argument(*strings, **kwargs)
+    return parser
+
+
+__all__ = [
+    "ConfigError",
+    "Problem",
+    "add_megatron_arguments",
+    "parse_and_validate_args",
+    "parse_args",
+    "validate_args",
+]
