@@ -122,19 +122,37 @@ class Kernel:
     def _learn_inactive_flags(self) -> None:
         """Record the spellings of unavailable plugins so using them gets a clear message."""
         for record in self.plugins.records.values():
-            if record.status == ACTIVE or record.module is None:
+            if record.status != ACTIVE and record.module is not None:
+                self._learn_flags_of(record, record.module)
+
+    def _learn_flags_of(self, record: PluginRecord, module: Any) -> None:
+        function = getattr(module, "add_args", None)
+        if function is None or not hasattr(function, "megaplug_impl"):
+            return
+        shadow = FlagTable()
+        try:
+            function(FlagDeclarations(shadow, record.name))
+        except Exception:
+            return
+        for option in shadow.by_option:
+            if option not in self.table.by_option:
+                self.inactive_flags.setdefault(option, record)
+
+    def _learn_blocked_flags(self) -> None:
+        """Import blocked plugins only to name them when one of their flags is used.
+
+        Blocking keeps a plugin's code out of a normal resolve; this runs on the error
+        path alone, and a blocked plugin that fails even to import is simply skipped.
+        """
+        for record in self.plugins.records.values():
+            if record.status != "blocked" or record.loader is None:
                 continue
-            function = getattr(record.module, "add_args", None)
-            if function is None or not hasattr(function, "megaplug_impl"):
-                continue
-            shadow = FlagTable()
+            loader, record.loader = record.loader, None
             try:
-                function(FlagDeclarations(shadow, record.name))
+                module = loader()
             except Exception:
                 continue
-            for option in shadow.by_option:
-                if option not in self.table.by_option:
-                    self.inactive_flags[option] = record
+            self._learn_flags_of(record, module)
 
     def parser(self) -> argparse.ArgumentParser:
         """The argparse parser for ``--help`` and tokenizing (built once, grouped by plugin)."""
@@ -350,6 +368,9 @@ class Kernel:
                          computed: bool = False) -> None:
         option = name if name.startswith("-") else "--" + name.replace("_", "-")
         record = self.inactive_flags.get(option)
+        if record is None and not computed:
+            self._learn_blocked_flags()
+            record = self.inactive_flags.get(option)
         if computed:
             spec = self.table.lookup(name)
             sink.problems.append(Problem(

@@ -90,6 +90,8 @@ class PluginRecord:
     distribution: str | None = None
     version: str | None = None
     hooks: tuple[str, ...] = ()
+    #: For a blocked plugin: how to import it, used only to name it in an error message.
+    loader: Any = field(default=None, repr=False)
 
     @property
     def after(self) -> tuple[str, ...]:
@@ -224,7 +226,7 @@ class PluginSet:
     # -- loading ---------------------------------------------------------------------
 
     def _load_named(self, name: str) -> None:
-        if name in self.records or name in self.selection.block:
+        if name in self.records:
             return
         if not self.selection.autoload:
             for entry_point in _entry_points():
@@ -239,7 +241,8 @@ class PluginSet:
         if entry_point.name in self.selection.block:
             self._add(PluginRecord(entry_point.name, BLOCKED, source, "blocked by -p no: / "
                                    "MEGAPLUG_DISABLE", entry_point=where,
-                                   distribution=dist_name, version=dist_version))
+                                   distribution=dist_name, version=dist_version,
+                                   loader=entry_point.load))
             return
         if entry_point.name in self.records:
             return
@@ -258,13 +261,14 @@ class PluginSet:
         if isinstance(item, str):
             if item.rsplit(".", 1)[-1] in self.selection.block or item in self.selection.block:
                 self._add(PluginRecord(item.rsplit(".", 1)[-1], BLOCKED, source,
-                                       "blocked by -p no: / MEGAPLUG_DISABLE"))
+                                       "blocked by -p no: / MEGAPLUG_DISABLE",
+                                       loader=lambda: importlib.import_module(item)))
                 return
             try:
                 module = importlib.import_module(item)
             except Exception as exc:
-                self._add(PluginRecord(item, BROKEN, source,
-                                       f"import failed: {type(exc).__name__}: {exc}"))
+                self._add(PluginRecord(item.rsplit(".", 1)[-1], BROKEN, source,
+                                       f"import of {item} failed: {type(exc).__name__}: {exc}"))
                 return
             item = module
         distribution = version = None

@@ -1,0 +1,132 @@
+"""The generated flag reference: one Markdown page per plugin (``megaplug docs``).
+
+"Checks" are found by reading each plugin's source with ``ast``: every function that
+reads a setting (``config.x``, ``config.get("x")``, ``"x"`` in a flags tuple) is listed
+under that setting with the first line of its docstring. Nothing is imported or run.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ._values import encode
+
+
+def _source_files(module: Any) -> list[Path]:
+    path = getattr(module, "__file__", None)
+    if not path:
+        return []
+    file = Path(path)
+    if file.name == "__init__.py":
+        return sorted(p for p in file.parent.rglob("*.py") if "tests" not in p.parts)
+    return [file]
+
+
+def _functions_by_setting(module: Any, dests: set[str]) -> dict[str, list[tuple[str, str]]]:
+    found: dict[str, list[tuple[str, str]]] = {}
+    for file in _source_files(module):
+        try:
+            tree = ast.parse(file.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError):
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if node.name in ("add_args",) or node.name.startswith("_parse"):
+                continue
+            doc = (ast.get_docstring(node) or "").strip().splitlines()
+            summary = doc[0] if doc else ""
+            mentioned: set[str] = set()
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Attribute) and inner.attr in dests:
+                    mentioned.add(inner.attr)
+                elif isinstance(inner, ast.Constant) and isinstance(inner.value, str) \
+                        and inner.value in dests:
+                    mentioned.add(inner.value)
+            for dest in mentioned:
+                entry = (node.name, summary)
+                bucket = found.setdefault(dest, [])
+                if entry not in bucket:
+                    bucket.append(entry)
+    return found
+
+
+def _cell(value: Any) -> str:
+    text = json.dumps(encode(value)) if not isinstance(value, str) else f"`{value}`"
+    return text.replace("|", "\\|")
+
+
+def render_plugin(kernel: Any, name: str) -> str:
+    """The Markdown reference page of one plugin."""
+    record = kernel.plugins.records[name]
+    specs = [s for s in kernel.table if s.plugin == name]
+    modules = [kernel.plugins.records[n].module for n in kernel.plugins.order]
+    dests = {s.dest for s in kernel.table}
+    checks: dict[str, list[tuple[str, str]]] = {}
+    for module in modules:
+        for dest, functions in _functions_by_setting(module, dests).items():
+            owner = getattr(module, "megaplug_plugin", None)
+            prefix = f"{owner.name}." if owner is not None else ""
+            checks.setdefault(dest, []).extend((prefix + f, s) for f, s in functions)
+    lines = [f"# Plugin `{name}`", ""]
+    if record.info and record.info.description:
+        lines += [record.info.description, ""]
+    lines += [
+        f"- distribution: {record.distribution or record.source}",
+        f"- runs after: {', '.join(record.after) or '-'}; before: {', '.join(record.before) or '-'}",
+        f"- hooks: {', '.join(record.hooks) or '-'}",
+        "",
+        "| setting | flags | type | default | choices | notes |",
+        "|---|---|---|---|---|---|",
+    ]
+    for spec in specs:
+        flags = ", ".join(f"`{o}`" for o in spec.option_strings) or (
+            f"env `{spec.env}`" if spec.env else "computed")
+        type_name = spec.type_name or ("bool" if spec.action in (
+            "store_true", "store_false", "boolean_optional") else "-")
+        if spec.nargs is not None:
+            type_name += f" (nargs {spec.nargs})"
+        choices = ", ".join(str(encode(c)) for c in spec.choices) if spec.choices else "-"
+        notes = []
+        if spec.help:
+            notes.append(spec.help)
+        if spec.deprecated:
+            notes.append(f"deprecated: {spec.deprecated}")
+        if spec.hidden:
+            notes.append("hidden from --help")
+        lines.append(f"| `{spec.dest}` | {flags} | {type_name} | {_cell(spec.default)} | "
+                     f"{choices.replace('|', '/')} | {' '.join(notes).replace('|', '/')} |")
+    involved = [(s.dest, checks.get(s.dest, [])) for s in specs]
+    involved = [(d, c) for d, c in dict(involved).items() if c]
+    if involved:
+        lines += ["", "## Checks and derivations involving each setting", ""]
+        for dest, functions in involved:
+            described = "; ".join(f"`{f}`" + (f" ({s})" if s else "") for f, s in functions[:12])
+            lines.append(f"- `{dest}`: {described}")
+    return "\n".join(lines) + "\n"
+
+
+def write_reference(kernel: Any, out: str | os.PathLike[str]) -> list[Path]:
+    """Write ``index.md`` and one page per active plugin into ``out``; returns the paths."""
+    directory = Path(out)
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    index = ["# Flag reference", "", "Generated by `megaplug docs --out docs/flags`; do not edit.",
+             "", "| plugin | status | flags |", "|---|---|---|"]
+    for name in sorted(kernel.plugins.records):
+        record = kernel.plugins.records[name]
+        count = sum(1 for s in kernel.table if s.plugin == name and s.kind == "flag")
+        link = f"[{name}]({name}.md)" if record.status == "active" else name
+        index.append(f"| {link} | {record.status} | {count} |")
+        if record.status == "active":
+            path = directory / f"{name}.md"
+            path.write_text(render_plugin(kernel, name), encoding="utf-8")
+            written.append(path)
+    index_path = directory / "index.md"
+    index_path.write_text("\n".join(index) + "\n", encoding="utf-8")
+    written.append(index_path)
+    return written
