@@ -67,8 +67,9 @@ def _build_parser() -> argparse.ArgumentParser:
     resolve.add_argument("--provenance", action="store_true",
                          help="print where each value came from instead of the values")
 
-    explain = commands.add_parser("explain", help="one setting: owner, type, value, provenance")
-    explain.add_argument("setting", metavar="DEST_OR_FLAG")
+    # DEST_OR_FLAG is taken out before parsing: a flag spelling would look like an option.
+    explain = commands.add_parser("explain", help="one setting: owner, type, value, provenance",
+                                  usage="megaplug explain DEST_OR_FLAG [options] [--] ARGS...")
     resolve_options(explain)
 
     docs = commands.add_parser("docs", help="write the per-plugin flag reference")
@@ -82,8 +83,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     tokens = list(sys.argv[1:] if argv is None else argv)
     own, passthrough = _split_passthrough(tokens)
     parser = _build_parser()
+    setting = None
+    if own[:1] == ["explain"] and len(own) > 1:
+        setting = own.pop(1)
     try:
         options, unknown = parser.parse_known_args(own)
+        if options.command == "explain":
+            if setting is None:
+                raise _UsageError("megaplug explain: expected DEST_OR_FLAG")
+            options.setting = setting
         if options.command in ("list", "flags", "docs") and unknown:
             raise _UsageError(f"megaplug {options.command}: unrecognized arguments: "
                               + " ".join(unknown))

@@ -19,7 +19,14 @@ from ._values import encode
 def _source_files(module: Any) -> list[Path]:
     path = getattr(module, "__file__", None)
     if not path:
-        return []
+        import inspect
+
+        try:
+            path = inspect.getsourcefile(type(module))
+        except TypeError:
+            return []
+        if not path:
+            return []
     file = Path(path)
     if file.name == "__init__.py":
         return sorted(p for p in file.parent.rglob("*.py") if "tests" not in p.parts)

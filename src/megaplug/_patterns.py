@@ -18,7 +18,7 @@ Value = Union[int, list]
 MAX_LENGTH = 1_000_000
 MAX_INT = 10**12
 
-_TOKEN = re.compile(r"\s*(?:(\d+)|(.))")
+_TOKEN = re.compile(r"\s*(?:([0-9]+)|(\S))")
 
 
 class PatternError(ValueError):

@@ -50,21 +50,30 @@ def parse_args(
     ``rank`` and ``world_size`` come from ``RANK`` / ``WORLD_SIZE``. The namespace is not
     yet validated; pass it to :func:`validate_args`. Parse problems raise ``ConfigError``.
     """
+    namespace, sink = _parse(extra_args_provider, ignore_unknown_args, argv, environ)
+    if sink.problems:
+        raise ConfigError(sink.problems)
+    return namespace
+
+
+def _parse(extra_args_provider: Callable[[Any], Any] | None, ignore_unknown_args: bool,
+           argv: Sequence[str] | None, environ: Mapping[str, str] | None,
+           ) -> tuple[argparse.Namespace, ProblemSink]:
     tokens = list(sys.argv[1:] if argv is None else argv)
     env = os.environ if environ is None else environ
     kernel, rest = _kernel_for(tokens, env, extra_args_provider)
     files, rest = take_config_files(rest)
+    if rest[:1] == ["--"]:
+        rest = rest[1:]
     draft, sink = kernel.parse(rest, config_files=files, environ=env,
                                ignore_unknown=ignore_unknown_args)
-    if sink.problems:
-        raise ConfigError(sink.problems)
     namespace = argparse.Namespace(**draft._values)
     namespace._is_global_batch_size_explicitly_specified = (
         getattr(namespace, "global_batch_size", None) is not None
     )
     setattr(namespace, _PROVENANCE_ATTR, dict(draft._provenance))
     setattr(namespace, _KERNEL_ATTR, kernel)
-    return namespace
+    return namespace, sink
 
 
 def validate_args(
@@ -73,6 +82,7 @@ def validate_args(
     *,
     target: TargetEnvironment | None = None,
     environ: Mapping[str, str] | None = None,
+    _earlier: ProblemSink | None = None,
 ) -> argparse.Namespace:
     """Normalize, derive and validate ``args`` in place, like Megatron's ``validate_args``.
 
@@ -85,7 +95,7 @@ def validate_args(
     provenance: dict[str, Provenance] = dict(getattr(args, _PROVENANCE_ATTR, {}))
     for key in values:
         provenance.setdefault(key, Provenance("command-line", plugin=kernel.table.owner(key)))
-    sink = ProblemSink()
+    sink = _earlier or ProblemSink()
     target = target or TargetEnvironment(environ=env)
     if target.environ is None:
         target.environ = env
@@ -113,8 +123,9 @@ def parse_and_validate_args(
     target: TargetEnvironment | None = None,
 ) -> argparse.Namespace:
     """``parse_args`` then ``validate_args``, as Megatron's entry points call them."""
-    args = parse_args(extra_args_provider, ignore_unknown_args, argv=argv, environ=environ)
-    return validate_args(args, args_defaults or {}, target=target, environ=environ)
+    # Parse problems do not stop here: validation runs too, so one report has everything.
+    args, sink = _parse(extra_args_provider, ignore_unknown_args, argv, environ)
+    return validate_args(args, args_defaults or {}, target=target, environ=environ, _earlier=sink)
 
 
 def add_megatron_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:

@@ -1,0 +1,93 @@
+"""Declaring flags: dataclass markers and argparse calls, and single ownership."""
+
+from __future__ import annotations
+
+import pytest
+from toy_plugins import Argparsey, Backend, Clash, Core
+
+from megaplug import ConfigError
+
+
+def specs(kernel, dest):
+    return kernel.table.by_dest[dest]
+
+
+def test_dataclass_fields_become_flags_with_inferred_actions(make_kernel):
+    kernel = make_kernel(Core())
+    assert specs(kernel, "hidden_size")[0].type is int
+    assert specs(kernel, "hidden_size")[0].option_strings == ("--hidden-size",)
+    assert specs(kernel, "num_layers")[0].option_strings == ("--num-layers", "--layers")
+    assert specs(kernel, "fusion")[0].action == "store_false"
+    assert specs(kernel, "fusion")[0].option_strings == ("--no-fusion",)
+    assert specs(kernel, "verbose")[0].action == "store_true"
+    assert specs(kernel, "sizes")[0].nargs == "+"
+    assert specs(kernel, "partial")[0].option_strings == ("--partial", "--no-partial")
+    assert specs(kernel, "partial")[0].argparse_action == "BooleanOptionalAction"
+    assert specs(kernel, "backend")[0].choices == tuple(Backend)
+    assert specs(kernel, "rank")[0].kind == "env"
+    assert specs(kernel, "ffn_hidden_size")[0].kind == "computed"
+
+
+def test_every_kind_of_flag_parses(make_kernel):
+    kernel = make_kernel(Core(), Argparsey())
+    resolved = kernel.resolve([
+        "--hidden-size", "8", "--layers", "3", "--no-fusion", "--verbose", "--backend", "flash",
+        "--sizes", "1", "2", "3", "--pair", "4", "5", "--paths", "--no-partial", "--block", "6",
+        "--secret-knob", "7", "--mode", "b", "--seed", "9", "--no-shuffle", "--tag", "x",
+        "--tag", "y", "--no-flip", "--recipe", "3",
+    ], environ={})
+    assert resolved.hidden_size == 8 and resolved.num_layers == 3
+    assert resolved.fusion is False and resolved.verbose is True
+    assert resolved.backend is Backend.flash
+    assert resolved.sizes == [1, 2, 3] and resolved.pair == [4, 5] and resolved.paths == []
+    assert resolved.partial is False and resolved.block == 6 and resolved.secret_knob == 7
+    assert resolved.mode == "b" and resolved.seed == 9 and resolved.shuffle is False
+    assert resolved.tag == ["x", "y"] and resolved.flip is False and resolved.recipe == 3
+    assert resolved.source("num_layers").detail == "--layers"
+
+
+def test_hidden_flags_are_left_out_of_help(make_kernel):
+    help_text = make_kernel(Core(), Argparsey()).parser().format_help()
+    assert "--hidden-size" in help_text and "--secret-knob" not in help_text
+    assert "plugin core" in help_text and "plugin argparsey" in help_text
+
+
+def test_two_plugins_declaring_one_flag_is_an_error_naming_both(make_kernel):
+    kernel = make_kernel(Core(), Clash())
+    with pytest.raises(ConfigError) as info:
+        kernel.resolve([], environ={})
+    messages = [str(p) for p in info.value.problems]
+    assert any("'core'" in m and "'clash'" in m and "lr" in m for m in messages), messages
+
+
+def test_type_errors_are_all_collected(make_kernel):
+    kernel = make_kernel(Core())
+    with pytest.raises(ConfigError) as info:
+        kernel.resolve(["--hidden-size", "wide", "--block", "3", "--backend", "fast",
+                        "--mode", "c"], environ={})
+    text = str(info.value)
+    assert "--hidden-size: invalid int value 'wide'" in text
+    assert "--block: invalid even_int value '3' (must be even)" in text
+    assert "--backend: invalid Backend value 'fast'" in text and "flash, fused, auto" in text
+    assert "--mode: invalid choice 'c'" in text
+    assert len(info.value.problems) == 4
+
+
+def test_unknown_flag_gets_a_suggestion(make_kernel):
+    with pytest.raises(ConfigError) as info:
+        make_kernel(Core()).resolve(["--hiden-size", "3"], environ={})
+    problem = info.value.problems[0]
+    assert problem.message == "unrecognized argument --hiden-size in command line"
+    assert problem.hint == "did you mean --hidden-size?"
+
+
+def test_mutually_exclusive_flags(make_kernel):
+    with pytest.raises(ConfigError, match="--recipe and --recipe-file cannot be used together"):
+        make_kernel(Core(), Argparsey()).resolve(["--recipe", "1", "--recipe-file", "x"], environ={})
+
+
+def test_deprecated_spelling_warns_and_migrates_with_provenance(make_kernel):
+    resolved = make_kernel(Core()).resolve(["--old-lr", "0.5"], environ={})
+    assert resolved.lr == 0.5 and "old_lr" not in resolved
+    assert any("--old-lr is deprecated: use --lr" in str(w) for w in resolved.warnings)
+    assert resolved.source("lr").describe() == "normalized by core from old_lr (--old-lr is deprecated)"

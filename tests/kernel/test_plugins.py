@@ -1,0 +1,138 @@
+"""Discovery, control (-p, MEGAPLUG_*), availability, breakage and ordering."""
+
+from __future__ import annotations
+
+import random
+import sys
+import types
+from importlib.metadata import EntryPoint
+
+import pytest
+from toy_plugins import Core, NeedsMissingPackage, Tracer
+
+from megaplug import ConfigError, PluginError
+from megaplug._plugins import PluginSelection, PluginSet
+
+
+def test_selection_from_argv_and_environment():
+    selection = PluginSelection.from_environment(
+        {"MEGAPLUG_PLUGINS": "a.b, c", "MEGAPLUG_DISABLE": "moe,rl",
+         "MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    rest = selection.take_from_argv(["--x", "1", "-p", "no:mla", "-pextra", "-p", "d", "--", "-p", "y"])
+    assert selection.load == ["a.b", "c", "extra", "d"]
+    assert selection.block == {"moe", "rl", "mla"}
+    assert selection.autoload is False
+    assert rest == ["--x", "1", "--", "-p", "y"]
+
+
+def _tracers():
+    return [Tracer("t0"), Tracer("t1", after=("t0",)), Tracer("t2", after=("t1",)),
+            Tracer("t3", before=("t1",)), Tracer("t4"), Tracer("t5", after=("t0", "t4"))]
+
+
+def test_order_is_topological_and_independent_of_registration_order(make_kernel):
+    traces = set()
+    rng = random.Random(20261202)
+    for _ in range(40):
+        plugins = _tracers()
+        rng.shuffle(plugins)
+        kernel = make_kernel(*plugins)
+        traces.add(tuple(kernel.resolve([], environ={}).trace))
+    assert len(traces) == 1
+    trace = traces.pop()
+    order = [step.split(":")[1] for step in trace if step.startswith("derive:")]
+    assert order.index("t0") < order.index("t1") < order.index("t2")
+    assert order.index("t3") < order.index("t1")
+    assert order.index("t4") < order.index("t5") and order.index("t0") < order.index("t5")
+    # every normalize hook runs before any derive hook
+    assert [s.split(":")[0] for s in trace] == ["normalize"] * 6 + ["derive"] * 6
+
+
+def test_cycle_is_a_clear_error(make_kernel):
+    with pytest.raises(PluginError, match="cycle among: a, b"):
+        make_kernel(Tracer("a", after=("b",)), Tracer("b", after=("a",)))
+
+
+def test_unknown_required_plugin_is_a_clear_error(make_kernel):
+    with pytest.raises(PluginError, match="'a' .* must run after 'ghost', which is not installed"):
+        make_kernel(Tracer("a", after=("ghost",)))
+
+
+def test_after_a_blocked_plugin_is_fine(make_kernel):
+    kernel = make_kernel(Tracer("t0"), Tracer("a", after=("t0",)), block=("t0",))
+    assert kernel.plugins.order == ["a"]
+
+
+def test_unavailable_plugin_adds_no_flags_and_its_flags_say_why(make_kernel):
+    kernel = make_kernel(Core(), NeedsMissingPackage())
+    record = kernel.plugins.records["needy"]
+    assert record.status == "unavailable"
+    assert record.reason == "requires surely_not_installed_pkg_xyz, not installed"
+    assert "needy_level" not in kernel.table
+    with pytest.raises(ConfigError) as info:
+        kernel.resolve(["--needy-level", "3"], environ={})
+    problem = info.value.problems[0]
+    assert problem.plugin == "needy"
+    assert "--needy-level belongs to plugin 'needy', which is unavailable: requires " \
+           "surely_not_installed_pkg_xyz, not installed" in problem.message
+
+
+def test_blocked_plugin_flags_name_the_plugin(make_kernel):
+    kernel = make_kernel(Core(), block=("core",))
+    assert kernel.plugins.records["core"].status == "blocked"
+
+
+class _FakeDist:
+    def __init__(self, name):
+        self.metadata = {"Name": name}
+        self.version = "9.9"
+
+
+def _entry_point(name, value, dist):
+    entry_point = EntryPoint(name=name, value=value, group="megaplug")
+    try:
+        return entry_point._for(_FakeDist(dist))  # type: ignore[attr-defined]
+    except AttributeError:  # pragma: no cover - older importlib.metadata
+        return entry_point
+
+
+@pytest.fixture
+def fake_entry_points(monkeypatch):
+    good = types.ModuleType("fake_good_plugin")
+    good.megaplug_plugin = Core.megaplug_plugin
+    good.add_args = Core.add_args.__get__(Core())
+    monkeypatch.setitem(sys.modules, "fake_good_plugin", good)
+    broken_source = "raise ImportError('needs a GPU driver')"
+    broken = types.ModuleType("fake_broken_plugin")
+    monkeypatch.setitem(sys.modules, "fake_broken_plugin", None)  # import fails
+    points = [_entry_point("core", "fake_good_plugin", "megaplug-core-dist"),
+              _entry_point("shaky", "fake_broken_plugin", "megaplug-shaky")]
+    monkeypatch.setattr("megaplug._plugins._entry_points", lambda: points)
+    return broken, broken_source
+
+
+def test_entry_points_are_discovered_with_distribution(fake_entry_points):
+    plugins = PluginSet(PluginSelection(), builtins=())
+    core = plugins.records["core"]
+    assert core.status == "active" and core.distribution == "megaplug-core-dist"
+    assert core.version == "9.9" and core.entry_point == "core = fake_good_plugin"
+    shaky = plugins.records["shaky"]
+    assert shaky.status == "broken" and "import failed" in shaky.reason
+    assert shaky.where() == "entry point shaky = fake_broken_plugin, distribution megaplug-shaky"
+
+
+def test_broken_plugin_is_reported_on_resolve_and_can_be_blocked(fake_entry_points):
+    from megaplug._kernel import Kernel
+
+    kernel = Kernel(PluginSet(PluginSelection(), builtins=()))
+    with pytest.raises(ConfigError, match="plugin 'shaky' .*distribution megaplug-shaky.* is broken"):
+        kernel.resolve([], environ={})
+    kernel = Kernel(PluginSet(PluginSelection(block={"shaky"}), builtins=()))
+    assert kernel.resolve([], environ={}).num_layers == 2
+
+
+def test_disabling_autoload_skips_entry_points(fake_entry_points):
+    plugins = PluginSet(PluginSelection(autoload=False), builtins=())
+    assert plugins.records == {}
+    plugins = PluginSet(PluginSelection(autoload=False, load=["core"]), builtins=())
+    assert plugins.records["core"].status == "active"
