@@ -17,7 +17,8 @@ def test_validation_tests_pass_under_python_dash_o():
     modules = [str(HERE / "test_pipeline.py"), str(HERE / "test_flags.py")]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
     result = subprocess.run(
-        [sys.executable, "-O", "-m", "pytest", "-q", "-p", "no:cacheprovider", *modules],
+        [sys.executable, "-O", "-m", "pytest", "-q", "-o", "addopts=--import-mode=importlib",
+         "-p", "no:cacheprovider", *modules],
         capture_output=True, text=True, env=env, cwd=HERE.parents[1])
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert " passed" in result.stdout
