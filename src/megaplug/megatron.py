@@ -125,7 +125,47 @@ def parse_and_validate_args(
     """``parse_args`` then ``validate_args``, as Megatron's entry points call them."""
     # Parse problems do not stop here: validation runs too, so one report has everything.
     args, sink = _parse(extra_args_provider, ignore_unknown_args, argv, environ)
-    return validate_args(args, args_defaults or {}, target=target, environ=environ, _earlier=sink)
+    defaults = dict(args_defaults or {})
+    if getattr(args, "use_checkpoint_args", False) or defaults.get("use_checkpoint_args", False):
+        _load_checkpoint_args(args, sink)
+    return validate_args(args, defaults, target=target, environ=environ, _earlier=sink)
+
+
+def _load_checkpoint_args(args: argparse.Namespace, sink: ProblemSink) -> None:
+    """Megatron's ``load_args_from_checkpoint``: architecture settings from the saved args."""
+    from . import _checkpoint
+
+    sink.current_plugin = "checkpointing"
+    load_dir = getattr(args, "load", None) or getattr(args, "pretrained_checkpoint", None)
+    if load_dir is None:
+        sink.error("--use-checkpoint-args needs a checkpoint to read",
+                   flags=("--use-checkpoint-args", "--load"),
+                   hint="add --load DIR (or --pretrained-checkpoint DIR)")
+        return
+    if getattr(args, "non_persistent_ckpt_type", None) == "local":
+        sink.error("--use-checkpoint-args cannot read local non-persistent checkpoints",
+                   flags=("--use-checkpoint-args", "--non-persistent-ckpt-type"),
+                   hint="use --non-persistent-ckpt-type global, or pass the arguments explicitly")
+        return
+    kernel: Kernel = getattr(args, _KERNEL_ATTR)
+    allowed = _checkpoint.enum_types(
+        [spec.default for spec in kernel.table] + [c for spec in kernel.table
+                                                    for c in (spec.choices or ())])
+    try:
+        state = _checkpoint.load_saved_state(_checkpoint.checkpoint_file(load_dir), allowed)
+    except _checkpoint.CheckpointArgsError as exc:
+        sink.error(str(exc), flags=("--use-checkpoint-args", "--load"),
+                   hint="point --load at a checkpoint directory written by a trusted run")
+        return
+    values = vars(args)
+    changed = _checkpoint.apply_checkpoint_args(
+        values, state["args"], float(state.get("checkpoint_version", 0) or 0),
+        bool(getattr(args, "use_mp_args_from_checkpoint_args", False)))
+    provenance = getattr(args, _PROVENANCE_ATTR)
+    for name in changed:
+        provenance[name] = Provenance("checkpoint", str(load_dir), kernel.table.owner(name),
+                                      previous=provenance.get(name))
+    sink.current_plugin = None
 
 
 def add_megatron_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:

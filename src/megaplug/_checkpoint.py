@@ -1,0 +1,126 @@
+"""Reading the arguments saved in a Megatron-layout checkpoint (``--use-checkpoint-args``).
+
+A checkpoint is a pickle. megaplug reads it with ``torch.load(weights_only=True)`` and an
+explicit allow-list: ``argparse.Namespace``, the enum classes megaplug's plugins declare,
+and what torch's restricted unpickler already accepts (tensors, dtypes, plain containers).
+Anything else — a ``__reduce__`` that would call ``os.system``, a foreign class — is
+refused with a clear error before any of it is constructed.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+TRACKER_FILENAME = "latest_checkpointed_iteration.txt"
+
+#: Settings taken from the checkpoint only where the command line left them unset.
+FILL_IF_UNSET = (
+    "num_layers", "hidden_size", "ffn_hidden_size", "seq_length", "num_attention_heads",
+    "kv_channels", "max_position_embeddings", "tokenizer_type", "padded_vocab_size",
+    "num_layers_per_virtual_pipeline_stage",
+)
+#: Settings the checkpoint always decides: they define the saved model's shape.
+FORCED = (
+    "num_query_groups", "group_query_attention", "position_embedding_type",
+    "add_position_embedding", "use_rotary_position_embeddings", "rotary_base",
+    "rotary_percent", "rotary_interleaved", "add_bias_linear", "add_qkv_bias",
+    "squared_relu", "swiglu", "untie_embeddings_and_output_weights", "apply_layernorm_1p",
+    "normalization", "apply_query_key_layer_scaling",
+)
+#: Parallel layout, forced when the checkpoint format records it (version >= 3).
+PARALLEL_FORCED = (
+    "tensor_model_parallel_size", "pipeline_model_parallel_size",
+    "virtual_pipeline_model_parallel_size", "expert_model_parallel_size",
+)
+
+
+class CheckpointArgsError(ValueError):
+    """The checkpoint's saved arguments cannot be found or safely read."""
+
+
+def checkpoint_file(load_dir: str | os.PathLike[str]) -> Path:
+    """The file holding the saved arguments for the latest iteration in ``load_dir``."""
+    directory = Path(load_dir)
+    tracker = directory / TRACKER_FILENAME
+    try:
+        marker = tracker.read_text().strip()
+    except OSError:
+        raise CheckpointArgsError(
+            f"no checkpoint found: {tracker} does not exist or cannot be read") from None
+    if marker == "release":
+        iteration_dir = directory / "release"
+    elif marker.isdigit():
+        iteration_dir = directory / f"iter_{int(marker):07d}"
+    else:
+        raise CheckpointArgsError(f"{tracker} holds {marker!r}, not an iteration number")
+    for candidate in (iteration_dir / "mp_rank_00" / "model_optim_rng.pt",
+                      iteration_dir / "mp_rank_00_000" / "model_optim_rng.pt",
+                      iteration_dir / "common.pt"):
+        if candidate.is_file():
+            return candidate
+    raise CheckpointArgsError(f"no saved arguments in {iteration_dir} (looked for "
+                              "mp_rank_00/model_optim_rng.pt and common.pt)")
+
+
+def load_saved_state(path: Path, allowed: Iterable[type]) -> dict[str, Any]:
+    """``torch.load`` in weights-only mode with an explicit allow-list of extra types."""
+    import argparse
+
+    import torch
+
+    safe = [argparse.Namespace, *allowed]
+    try:
+        with torch.serialization.safe_globals(safe):
+            state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises UnpicklingError / RuntimeError variants
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CheckpointArgsError(
+            f"refusing to read {path}: it contains objects outside the allow-list of "
+            f"checkpoint types ({message})") from None
+    if not isinstance(state, dict) or not isinstance(state.get("args"), argparse.Namespace):
+        raise CheckpointArgsError(f"{path} does not hold saved arguments ('args')")
+    return state
+
+
+def enum_types(values: Iterable[Any]) -> list[type]:
+    """Enum classes among declared defaults and choices: the types a checkpoint may carry."""
+    found: dict[type, None] = {}
+    for value in values:
+        items = value if isinstance(value, (list, tuple)) else [value]
+        for item in items:
+            if isinstance(item, enum.Enum):
+                found[type(item)] = None
+    return list(found)
+
+
+def apply_checkpoint_args(values: dict[str, Any], saved: Any, version: float,
+                          use_parallel_layout: bool) -> dict[str, Any]:
+    """Copy architecture settings from ``saved`` into ``values`` (Megatron's rules).
+
+    Returns the settings that were changed, for provenance.
+    """
+    changed: dict[str, Any] = {}
+
+    def take(name: str, force: bool, old_name: str | None = None) -> None:
+        if not force and values.get(name) is not None:
+            return
+        value = getattr(saved, old_name or name, None)
+        if value is not None:
+            values[name] = value
+            changed[name] = value
+
+    if hasattr(saved, "disable_bias_linear"):
+        saved.add_bias_linear = not saved.disable_bias_linear
+    for name in FILL_IF_UNSET:
+        take(name, force=False)
+    for name in FORCED:
+        take(name, force=True)
+    if version < 3.0:
+        take("tensor_model_parallel_size", force=False, old_name="model_parallel_size")
+    elif use_parallel_layout:
+        for name in PARALLEL_FORCED:
+            take(name, force=True)
+    return changed

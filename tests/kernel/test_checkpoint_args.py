@@ -1,0 +1,87 @@
+"""Saved arguments are read with a weights-only unpickler and an allow-list, nothing else."""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from megaplug._checkpoint import (  # noqa: E402
+    CheckpointArgsError,
+    apply_checkpoint_args,
+    checkpoint_file,
+    enum_types,
+    load_saved_state,
+)
+
+
+class Backend(enum.Enum):
+    flash = 1
+    auto = 2
+
+
+def write_checkpoint(directory, state, iteration=10):
+    path = directory / f"iter_{iteration:07d}" / "mp_rank_00"
+    path.mkdir(parents=True)
+    torch.save(state, path / "model_optim_rng.pt")
+    (directory / "latest_checkpointed_iteration.txt").write_text(str(iteration))
+    return path / "model_optim_rng.pt"
+
+
+def test_reads_namespace_with_enums_and_dtypes(tmp_path):
+    saved = argparse.Namespace(num_layers=4, hidden_size=64, params_dtype=torch.bfloat16,
+                               attention_backend=Backend.flash, swiglu=True)
+    write_checkpoint(tmp_path, {"args": saved, "iteration": 10, "checkpoint_version": 3.0})
+    state = load_saved_state(checkpoint_file(tmp_path), [Backend])
+    assert state["args"].attention_backend is Backend.flash
+    assert state["args"].params_dtype == torch.bfloat16
+
+
+class _Payload:
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_malicious_checkpoint_is_refused_and_never_runs(tmp_path):
+    marker = tmp_path / "pwned"
+    saved = argparse.Namespace(num_layers=4, evil=_Payload(marker))
+    write_checkpoint(tmp_path / "ckpt", {"args": saved, "iteration": 1})
+    with pytest.raises(CheckpointArgsError, match="outside the allow-list"):
+        load_saved_state(checkpoint_file(tmp_path / "ckpt"), [Backend])
+    assert not marker.exists()
+
+
+def test_unlisted_class_is_refused(tmp_path):
+    saved = argparse.Namespace(attention_backend=Backend.flash)
+    write_checkpoint(tmp_path, {"args": saved, "iteration": 1})
+    with pytest.raises(CheckpointArgsError, match="allow-list"):
+        load_saved_state(checkpoint_file(tmp_path), [])
+
+
+def test_missing_tracker_is_a_clear_error(tmp_path):
+    with pytest.raises(CheckpointArgsError, match="latest_checkpointed_iteration.txt does not exist"):
+        checkpoint_file(tmp_path)
+
+
+def test_megatron_rules_fill_and_force():
+    values = {"num_layers": 2, "hidden_size": None, "swiglu": False, "tensor_model_parallel_size": 1}
+    saved = argparse.Namespace(num_layers=8, hidden_size=128, swiglu=True,
+                               tensor_model_parallel_size=4, disable_bias_linear=True)
+    changed = apply_checkpoint_args(values, saved, version=3.0, use_parallel_layout=True)
+    assert values["num_layers"] == 2            # given on the command line: kept
+    assert values["hidden_size"] == 128         # unset: filled
+    assert values["swiglu"] is True             # architecture: forced
+    assert values["add_bias_linear"] is False   # converted from disable_bias_linear
+    assert values["tensor_model_parallel_size"] == 4
+    assert set(changed) == {"hidden_size", "swiglu", "add_bias_linear", "tensor_model_parallel_size"}
+
+
+def test_enum_types_are_collected_from_defaults_and_choices():
+    assert enum_types([Backend.auto, [Backend.flash], 3, None]) == [Backend]
