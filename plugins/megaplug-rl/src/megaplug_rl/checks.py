@@ -1,0 +1,219 @@
+"""The RL checks, one small function each.
+
+Every check applies only to an RL run (``--perform-rl-step``): without it Megatron accepts
+any combination of these flags. Each reads the final values (Megatron runs its RL checks
+after the training and checkpointing settings it depends on are settled).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from megaplug import Draft
+
+#: Package that keeps device addresses stable when memory is released and re-allocated.
+MEMORY_SAVER = "torch_memory_saver"
+
+
+def _has_memory_saver(config: Draft) -> bool:
+    return config.env.package_version(MEMORY_SAVER) is not None
+
+
+def _inference_uvm_level(config: Draft) -> int:
+    return int(config.get("inference_dynamic_batching_unified_memory_level", 0) or 0)
+
+
+def persisted_graphs_need_graphs(config: Draft) -> None:
+    """--rl-persist-cuda-graphs is meaningless when no CUDA graphs are built."""
+    if config.rl_persist_cuda_graphs and config.get("cuda_graph_impl", "none") == "none":
+        config.error(
+            "--rl-persist-cuda-graphs is set but --cuda-graph-impl is none, so no CUDA graphs "
+            "are built to persist",
+            flags=("rl_persist_cuda_graphs", "--cuda-graph-impl"),
+            hint="choose a --cuda-graph-impl (e.g. local), or drop --rl-persist-cuda-graphs")
+
+
+def training_graphs_need_graphs(config: Draft) -> None:
+    """--rl-training-cuda-graphs is meaningless when no CUDA graphs are built."""
+    if config.rl_training_cuda_graphs and config.get("cuda_graph_impl", "none") == "none":
+        config.error(
+            "--rl-training-cuda-graphs is set but --cuda-graph-impl is none, so no CUDA graphs "
+            "are built for training",
+            flags=("rl_training_cuda_graphs", "--cuda-graph-impl"),
+            hint="choose a --cuda-graph-impl (e.g. local), or drop --rl-training-cuda-graphs")
+
+
+def persisted_graphs_need_static_kv_memory(config: Draft) -> None:
+    """Persisted graphs point into the KV cache, so its addresses must not move."""
+    mode = config.rl_kv_cache_management_mode
+    if not config.rl_persist_cuda_graphs or mode == "persist":
+        return
+    if _has_memory_saver(config) or _inference_uvm_level(config) > 0:
+        return
+    config.error(
+        f"--rl-persist-cuda-graphs with --rl-kv-cache-management-mode {mode} needs KV cache "
+        f"memory at fixed addresses, but neither unified memory nor {MEMORY_SAVER} is available",
+        flags=("rl_persist_cuda_graphs", "rl_kv_cache_management_mode",
+               "--inference-dynamic-batching-unified-memory-level"),
+        hint=f"use --rl-kv-cache-management-mode persist, set "
+             f"--inference-dynamic-batching-unified-memory-level 1, or install {MEMORY_SAVER}")
+
+
+def offloaded_kv_cache_needs_persisted_graphs(config: Draft) -> None:
+    """Recapturing graphs runs dummy forward passes that would overwrite offloaded KV data."""
+    if config.rl_kv_cache_management_mode == "offload" and not config.rl_persist_cuda_graphs:
+        config.error(
+            "--rl-kv-cache-management-mode offload requires --rl-persist-cuda-graphs: CUDA "
+            "graphs cannot be recaptured while the KV cache is offloaded",
+            flags=("rl_kv_cache_management_mode", "rl_persist_cuda_graphs"),
+            hint="add --rl-persist-cuda-graphs, or use --rl-kv-cache-management-mode "
+                 "persist or recompute")
+
+
+def offloaded_kv_cache_excludes_uvm(config: Draft) -> None:
+    """Unified memory already migrates the KV cache; offloading it by hand conflicts."""
+    level = _inference_uvm_level(config)
+    if config.rl_kv_cache_management_mode == "offload" and level > 0:
+        config.error(
+            f"--rl-kv-cache-management-mode offload cannot be combined with unified memory "
+            f"(--inference-dynamic-batching-unified-memory-level {level})",
+            flags=("rl_kv_cache_management_mode",
+                   "--inference-dynamic-batching-unified-memory-level"),
+            hint="use --inference-dynamic-batching-unified-memory-level 0, or "
+                 "--rl-kv-cache-management-mode persist")
+
+
+def weight_offload_needs_uvm_or_memory_saver(config: Draft) -> None:
+    """Offloading idle inference weights keeps graph pointers valid only via UVM or a saver."""
+    if not config.rl_offload_inference_model_weights_when_idle:
+        return
+    if config.rl_inference_model_unified_memory_level == 1 or _has_memory_saver(config):
+        return
+    config.error(
+        f"--rl-offload-inference-model-weights-when-idle needs unified memory "
+        f"(--rl-inference-model-unified-memory-level 1) or the {MEMORY_SAVER} package",
+        flags=("rl_offload_inference_model_weights_when_idle",
+               "rl_inference_model_unified_memory_level"),
+        hint=f"set --rl-inference-model-unified-memory-level 1, or install {MEMORY_SAVER}")
+
+
+def generation_lag_needs_partial_rollouts(config: Draft) -> None:
+    """A generation lag means rollouts span policy updates, i.e. partial rollouts."""
+    lag = config.rl_generation_lag
+    if lag is not None and lag > 0 and not config.rl_partial_rollouts:
+        config.error(
+            f"--rl-generation-lag {lag:g} requires --rl-partial-rollouts",
+            flags=("rl_generation_lag", "rl_partial_rollouts"),
+            hint="add --rl-partial-rollouts, or set --rl-generation-lag 0")
+
+
+def rollout_submission_needs_partial_rollouts(config: Draft) -> None:
+    """Submitting single rollouts relies on streaming groups, which partial rollouts provide."""
+    if config.rl_submission_granularity == "R" and not config.rl_partial_rollouts:
+        config.error(
+            "--rl-submission-granularity R requires --rl-partial-rollouts (rollouts are "
+            "streamed into groups)",
+            flags=("rl_submission_granularity", "rl_partial_rollouts"),
+            hint="add --rl-partial-rollouts, or use --rl-submission-granularity G or B")
+
+
+def rollout_consumption_unsupported(config: Draft) -> None:
+    """Training cannot consume single rollouts yet."""
+    if config.rl_consumption_granularity == "R":
+        config.error(
+            "--rl-consumption-granularity R is not supported",
+            flags=("rl_consumption_granularity",),
+            hint="use --rl-consumption-granularity G or B")
+
+
+def batch_submission_with_group_consumption(config: Draft) -> None:
+    """Whole-batch submission cannot feed group-by-group consumption."""
+    if config.rl_submission_granularity == "B" and config.rl_consumption_granularity == "G":
+        config.error(
+            "--rl-submission-granularity B cannot be combined with "
+            "--rl-consumption-granularity G",
+            flags=("rl_submission_granularity", "rl_consumption_granularity"),
+            hint="use --rl-submission-granularity G (or R with --rl-partial-rollouts), or "
+                 "--rl-consumption-granularity B")
+
+
+def sequence_packing_needs_micro_batch_one(config: Draft) -> None:
+    """Packed bins already fill a sequence; a micro batch holds exactly one bin."""
+    micro = config.get("micro_batch_size")
+    if config.rl_use_sequence_packing and micro is not None and micro != 1:
+        config.error(
+            f"--rl-use-sequence-packing requires --micro-batch-size 1, got {micro}",
+            flags=("rl_use_sequence_packing", "--micro-batch-size"),
+            hint="set --micro-batch-size 1 and raise --seq-length for more work per micro "
+                 "batch, or drop --rl-use-sequence-packing")
+
+
+def samples_per_rollout_phase(config: Draft) -> int:
+    """Rollouts generated per inference phase: prompts x group size x GRPO iterations."""
+    return config.grpo_prompts_per_step * config.grpo_group_size * config.grpo_iterations
+
+
+def rollouts_fill_global_batches(config: Draft) -> None:
+    """Each inference phase must produce a whole number of global batches."""
+    gbs = config.get("global_batch_size")
+    samples = samples_per_rollout_phase(config)
+    if gbs and samples % gbs:
+        config.error(
+            f"--grpo-prompts-per-step {config.grpo_prompts_per_step} x --grpo-group-size "
+            f"{config.grpo_group_size} x --grpo-iterations {config.grpo_iterations} = "
+            f"{samples} rollouts per inference phase is not a multiple of "
+            f"--global-batch-size {gbs}",
+            flags=("grpo_prompts_per_step", "grpo_group_size", "grpo_iterations",
+                   "--global-batch-size"),
+            hint=f"make the product a multiple of {gbs}, or use a global batch size that "
+                 f"divides {samples}")
+
+
+def intervals_on_rollout_boundaries(config: Draft) -> None:
+    """Rollouts are not checkpointed, so exits and saves happen only after a whole phase."""
+    gbs = config.get("global_batch_size")
+    samples = samples_per_rollout_phase(config)
+    if not gbs or samples % gbs or samples < gbs:
+        return  # the batch check above reports this; no phase length to compare with
+    steps = samples // gbs
+    for dest, spelling in (("exit_interval", "--exit-interval"),
+                           ("save_interval", "--save-interval")):
+        value = config.get(dest)
+        if value is not None and value % steps:
+            config.error(
+                f"{spelling} {value} is not a multiple of the {steps} training iterations "
+                f"of one GRPO inference phase ({samples} rollouts / --global-batch-size {gbs})",
+                flags=(spelling, "grpo_prompts_per_step", "grpo_group_size", "grpo_iterations",
+                       "--global-batch-size"),
+                hint=f"use a multiple of {steps} for {spelling}, since generated rollouts "
+                     "are not checkpointed")
+
+
+def optimizer_offload_needs_optimizer(config: Draft) -> None:
+    """An inference-only RL run without an optimizer has nothing to offload."""
+    if (config.get("skip_train") and config.get("no_load_optim")
+            and config.rl_offload_optimizer_during_inference):
+        config.error(
+            "--rl-offload-optimizer-during-inference has no optimizer to offload: "
+            "--skip-train with --no-load-optim builds none",
+            flags=("rl_offload_optimizer_during_inference", "--skip-train", "--no-load-optim"),
+            hint="drop --rl-offload-optimizer-during-inference for an inference-only run")
+
+
+#: Every RL check, in Megatron's order.
+CHECKS: tuple[Callable[[Draft], None], ...] = (
+    persisted_graphs_need_graphs,
+    training_graphs_need_graphs,
+    persisted_graphs_need_static_kv_memory,
+    offloaded_kv_cache_needs_persisted_graphs,
+    offloaded_kv_cache_excludes_uvm,
+    weight_offload_needs_uvm_or_memory_saver,
+    generation_lag_needs_partial_rollouts,
+    rollout_submission_needs_partial_rollouts,
+    rollout_consumption_unsupported,
+    batch_submission_with_group_consumption,
+    sequence_packing_needs_micro_batch_one,
+    rollouts_fill_global_batches,
+    intervals_on_rollout_boundaries,
+    optimizer_offload_needs_optimizer,
+)

@@ -1,0 +1,194 @@
+"""Each RL check, accepted and rejected, against a small stand-in for the other plugins."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import pytest
+from typing_extensions import Annotated
+
+import megaplug
+import megaplug_rl
+from megaplug import Flag, PluginInfo, TargetEnvironment, hookimpl
+
+NO_AUTOLOAD = {"MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD": "1"}
+
+
+@dataclass
+class PeerOptions:
+    """The settings of other plugins that the RL checks read, with Megatron's defaults."""
+
+    micro_batch_size: Annotated[Optional[int], Flag()] = None
+    global_batch_size: Annotated[Optional[int], Flag()] = None
+    cuda_graph_impl: Annotated[str, Flag(
+        choices=("none", "local", "transformer_engine", "full_iteration"))] = "none"
+    inference_dynamic_batching_unified_memory_level: Annotated[int, Flag(choices=(0, 1))] = 0
+    exit_interval: Annotated[Optional[int], Flag()] = None
+    save_interval: Annotated[Optional[int], Flag()] = None
+    skip_train: Annotated[bool, Flag()] = False
+    no_load_optim: Annotated[bool, Flag()] = False
+
+
+class Peers:
+    """Stands in for the training, checkpointing and inference plugins."""
+
+    megaplug_plugin = PluginInfo(name="peers", description="Test stand-in.")
+
+    @hookimpl
+    def add_args(self, flags: object) -> None:
+        flags.add_options(PeerOptions)  # type: ignore[attr-defined]
+
+
+PEERS = Peers()
+BASE = ["--perform-rl-step", "--micro-batch-size", "1", "--global-batch-size", "64"]
+NO_SAVER = TargetEnvironment(packages={})
+WITH_SAVER = TargetEnvironment(packages={"torch_memory_saver": "0.0.9"})
+
+
+def resolve(argv: Sequence[str], target: TargetEnvironment = NO_SAVER) -> megaplug.Resolved:
+    kernel, _ = megaplug.load(builtins=[PEERS, megaplug_rl], environ=NO_AUTOLOAD)
+    return kernel.resolve(list(argv), environ={}, target=target)
+
+
+def rl_problems(argv: Sequence[str], target: TargetEnvironment = NO_SAVER) -> list[str]:
+    """Messages (with hints) of the problems the rl plugin reports; [] when accepted."""
+    try:
+        resolve(argv, target)
+    except megaplug.ConfigError as error:
+        assert all(p.plugin == "rl" for p in error.problems), error
+        return [str(p) for p in error.problems]
+    return []
+
+
+def test_defaults_pass() -> None:
+    assert rl_problems(BASE) == []
+
+
+def test_checks_apply_only_to_rl_runs() -> None:
+    argv = ["--rl-kv-cache-management-mode", "offload", "--rl-consumption-granularity", "R",
+            "--rl-persist-cuda-graphs", "--rl-use-sequence-packing", "--micro-batch-size", "4"]
+    assert rl_problems(argv) == []
+
+
+def test_persisted_graphs_need_a_graph_impl() -> None:
+    [problem] = rl_problems(BASE + ["--rl-persist-cuda-graphs"])
+    assert "--rl-persist-cuda-graphs" in problem and "--cuda-graph-impl" in problem
+    assert problem.startswith("[rl]")
+    assert rl_problems(BASE + ["--rl-persist-cuda-graphs", "--cuda-graph-impl", "local"]) == []
+
+
+def test_training_graphs_need_a_graph_impl() -> None:
+    [problem] = rl_problems(BASE + ["--rl-training-cuda-graphs"])
+    assert "--rl-training-cuda-graphs" in problem and "none" in problem
+    assert rl_problems(BASE + ["--rl-training-cuda-graphs", "--cuda-graph-impl",
+                               "transformer_engine"]) == []
+
+
+@pytest.mark.parametrize("extra, target", [
+    (["--inference-dynamic-batching-unified-memory-level", "1"], NO_SAVER),
+    ([], WITH_SAVER),
+])
+def test_persisted_graphs_with_recompute_need_static_memory(
+        extra: list[str], target: TargetEnvironment) -> None:
+    argv = BASE + ["--cuda-graph-impl", "local", "--rl-persist-cuda-graphs",
+                   "--rl-kv-cache-management-mode", "recompute"]
+    [problem] = rl_problems(argv)
+    assert "--rl-kv-cache-management-mode recompute" in problem
+    assert "torch_memory_saver" in problem
+    assert rl_problems(argv + extra, target) == []
+
+
+def test_persisted_graphs_with_persisted_cache_need_nothing_more() -> None:
+    argv = BASE + ["--cuda-graph-impl", "local", "--rl-persist-cuda-graphs"]
+    assert rl_problems(argv) == []
+
+
+def test_offloaded_cache_needs_persisted_graphs() -> None:
+    argv = BASE + ["--cuda-graph-impl", "local", "--rl-kv-cache-management-mode", "offload"]
+    [problem] = rl_problems(argv, WITH_SAVER)
+    assert "offload requires --rl-persist-cuda-graphs" in problem
+    assert rl_problems(argv + ["--rl-persist-cuda-graphs"], WITH_SAVER) == []
+
+
+def test_offloaded_cache_excludes_unified_memory() -> None:
+    argv = BASE + ["--cuda-graph-impl", "local", "--rl-persist-cuda-graphs",
+                   "--rl-kv-cache-management-mode", "offload"]
+    [problem] = rl_problems(argv + ["--inference-dynamic-batching-unified-memory-level", "1"])
+    assert "unified memory" in problem
+    assert "--inference-dynamic-batching-unified-memory-level 1" in problem
+    assert rl_problems(argv, WITH_SAVER) == []
+
+
+def test_weight_offload_needs_uvm_or_memory_saver() -> None:
+    argv = BASE + ["--rl-offload-inference-model-weights-when-idle"]
+    [problem] = rl_problems(argv)
+    assert "--rl-offload-inference-model-weights-when-idle" in problem
+    assert "--rl-inference-model-unified-memory-level 1" in problem
+    assert rl_problems(argv + ["--rl-inference-model-unified-memory-level", "1"]) == []
+    assert rl_problems(argv, WITH_SAVER) == []
+
+
+def test_generation_lag_needs_partial_rollouts() -> None:
+    [problem] = rl_problems(BASE + ["--rl-generation-lag", "2"])
+    assert "--rl-generation-lag 2 requires --rl-partial-rollouts" in problem
+    assert rl_problems(BASE + ["--rl-generation-lag", "2", "--rl-partial-rollouts"]) == []
+    assert rl_problems(BASE + ["--rl-generation-lag", "0"]) == []
+
+
+def test_rollout_submission_needs_partial_rollouts() -> None:
+    argv = BASE + ["--rl-submission-granularity", "R"]
+    [problem] = rl_problems(argv)
+    assert "--rl-submission-granularity R requires --rl-partial-rollouts" in problem
+    assert rl_problems(argv + ["--rl-partial-rollouts"]) == []
+
+
+def test_rollout_consumption_is_unsupported() -> None:
+    [problem] = rl_problems(BASE + ["--rl-consumption-granularity", "R"])
+    assert "--rl-consumption-granularity R is not supported" in problem
+    assert rl_problems(BASE + ["--rl-submission-granularity", "G",
+                               "--rl-consumption-granularity", "G"]) == []
+
+
+def test_batch_submission_with_group_consumption() -> None:
+    [problem] = rl_problems(BASE + ["--rl-consumption-granularity", "G"])
+    assert "--rl-submission-granularity B" in problem
+    assert "--rl-consumption-granularity G" in problem
+
+
+def test_sequence_packing_needs_micro_batch_one() -> None:
+    argv = ["--perform-rl-step", "--global-batch-size", "64", "--rl-use-sequence-packing"]
+    [problem] = rl_problems(argv + ["--micro-batch-size", "2"])
+    assert "--micro-batch-size 1, got 2" in problem
+    assert rl_problems(argv + ["--micro-batch-size", "1"]) == []
+
+
+def test_rollouts_fill_global_batches() -> None:
+    # 32 prompts x 2 rollouts x 2 iterations = 128 rollouts per phase
+    [problem] = rl_problems(["--perform-rl-step", "--global-batch-size", "48"])
+    assert "= 128 rollouts" in problem and "--global-batch-size 48" in problem
+    assert rl_problems(["--perform-rl-step", "--global-batch-size", "128"]) == []
+    assert rl_problems(["--perform-rl-step", "--global-batch-size", "48",
+                        "--grpo-prompts-per-step", "24"]) == []
+
+
+@pytest.mark.parametrize("flag", ["--exit-interval", "--save-interval"])
+def test_intervals_on_rollout_boundaries(flag: str) -> None:
+    # 128 rollouts / 64 per global batch = 2 training iterations per inference phase
+    [problem] = rl_problems(BASE + [flag, "3"])
+    assert f"{flag} 3 is not a multiple of the 2 training iterations" in problem
+    assert rl_problems(BASE + [flag, "4"]) == []
+
+
+def test_optimizer_offload_needs_an_optimizer() -> None:
+    argv = BASE + ["--skip-train", "--rl-offload-optimizer-during-inference"]
+    [problem] = rl_problems(argv + ["--no-load-optim"])
+    assert "--rl-offload-optimizer-during-inference" in problem and "--skip-train" in problem
+    assert rl_problems(argv) == []
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    problems = rl_problems(BASE + ["--rl-consumption-granularity", "R",
+                                   "--rl-generation-lag", "1", "--micro-batch-size", "2",
+                                   "--rl-use-sequence-packing"])
+    assert len(problems) == 3
