@@ -1,0 +1,53 @@
+"""megaplug-moe: mixture-of-experts flags, derivations and checks for megaplug.
+
+Adds the ``--num-experts`` / ``--moe-*`` / expert-parallel flags. Derives
+``expert_tensor_parallel_size`` (from the dense tensor-parallel size) and
+``moe_ffn_hidden_size`` (from ``ffn_hidden_size``, which the ``model`` plugin derives,
+hence ``after=("model", "parallel")``), and checks expert counts, kernels and
+incompatible combinations.
+"""
+
+from __future__ import annotations
+
+from megaplug import Draft, PluginInfo, hookimpl
+
+from .checks import CHECKS
+from .derivations import DERIVATIONS, NORMALIZATIONS
+from .options import MoeOptions
+
+megaplug_plugin = PluginInfo(
+    name="moe",
+    description="Mixture of experts: experts, routing, token dispatch, expert parallelism.",
+    version="0.1.0",
+    after=("model", "parallel"),
+)
+
+
+@hookimpl
+def add_args(flags) -> None:  # type: ignore[no-untyped-def]
+    """Declare every MoE flag."""
+    flags.add_options(MoeOptions)
+
+
+@hookimpl
+def normalize(config: Draft) -> None:
+    """Store ``0`` experts as ``None`` and single-element router lists unwrapped."""
+    for step in NORMALIZATIONS:
+        step(config)
+
+
+@hookimpl
+def derive(config: Draft) -> None:
+    """Default the expert tensor-parallel size and FFN size; apply upcycling's needs."""
+    for step in DERIVATIONS:
+        step(config)
+
+
+@hookimpl
+def validate(config: Draft) -> None:
+    """Report every MoE problem."""
+    for check in CHECKS:
+        check(config)
+
+
+__all__ = ["MoeOptions", "megaplug_plugin"]

@@ -1,0 +1,193 @@
+"""MoE checks: each a small function that reports problems and changes nothing.
+
+Settings of other plugins are read with ``config.get`` so a check still works (and
+simply does not apply) when that plugin is not installed.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from megaplug import Draft
+
+
+def _divisors(number: int) -> list[int]:
+    return [d for d in range(1, number + 1) if number % d == 0]
+
+
+def _spoken_list(items: list[int]) -> str:
+    words = [str(i) for i in items]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _fsdp_name(config: Draft) -> str | None:
+    if config.get("use_torch_fsdp2"):
+        return "--use-torch-fsdp2"
+    if config.get("use_megatron_fsdp"):
+        return "--use-megatron-fsdp"
+    return None
+
+
+def expert_parallel_needs_experts(config: Draft) -> None:
+    """Expert parallelism distributes experts, so there must be some."""
+    ep = config.expert_model_parallel_size
+    if ep > 1 and config.num_experts is None:
+        config.error(f"--expert-model-parallel-size {ep} needs an MoE model, but --num-experts "
+                     "is not set (or 0)",
+                     flags=("expert_model_parallel_size", "num_experts"),
+                     hint="set --num-experts, or use --expert-model-parallel-size 1")
+
+
+def experts_divide_over_expert_parallel_ranks(config: Draft) -> None:
+    """Every expert-parallel rank holds the same number of experts."""
+    n, ep = config.num_experts, config.expert_model_parallel_size
+    if ep > 1 and n is not None and n % ep:
+        config.error(f"--num-experts {n} is not a multiple of --expert-model-parallel-size {ep}",
+                     flags=("num_experts", "expert_model_parallel_size"),
+                     hint=f"use a multiple of {ep} experts, or an expert parallel size that "
+                          f"divides {n}: {_spoken_list(_divisors(n))}")
+
+
+def grouped_gemm_needs_ampere(config: Draft) -> None:
+    """The grouped GEMM kernels need compute capability 8.0 or newer."""
+    if not config.moe_grouped_gemm:
+        return
+    capability = config.env.capability()
+    if capability is None:
+        config.warn("--moe-grouped-gemm needs a GPU of compute capability 8.0 or newer; no GPU "
+                    "is visible, so this is not checked", flags=("moe_grouped_gemm",))
+    elif capability[0] < 8:
+        config.error(f"--moe-grouped-gemm needs compute capability 8.0 or newer, the target GPU "
+                     f"has {capability[0]}.{capability[1]}", flags=("moe_grouped_gemm",),
+                     hint="drop --moe-grouped-gemm, or run on an Ampere or newer GPU")
+
+
+def single_grouped_params_not_with_megatron_fsdp(config: Draft) -> None:
+    """Megatron-FSDP cannot yet shard grouped-tensor expert parameters."""
+    if not config.get("use_megatron_fsdp"):
+        return
+    for dest in ("moe_single_grouped_weight", "moe_single_grouped_bias"):
+        if config[dest]:
+            config.error(f"{config.spelling(dest)} is not supported with --use-megatron-fsdp",
+                         flags=(dest, "use_megatron_fsdp"),
+                         hint=f"drop {config.spelling(dest)}, or use DDP / the distributed "
+                              "optimizer instead of Megatron-FSDP")
+
+
+def torch_fsdp2_without_expert_parallel(config: Draft) -> None:
+    """Torch FSDP2 does not support expert parallelism."""
+    ep = config.expert_model_parallel_size
+    if config.get("use_torch_fsdp2") and ep != 1:
+        config.error(f"--use-torch-fsdp2 does not support expert parallelism "
+                     f"(--expert-model-parallel-size {ep})",
+                     flags=("use_torch_fsdp2", "expert_model_parallel_size"),
+                     hint="use --expert-model-parallel-size 1, or --use-megatron-fsdp")
+
+
+def shortcut_connection_not_with_fsdp(config: Draft) -> None:
+    """A shortcut block bypasses FSDP's per-layer all-gather hooks."""
+    fsdp = _fsdp_name(config)
+    if config.get("moe_shortcut_connection") and fsdp:
+        config.error(f"--moe-shortcut-connection does not work with {fsdp}: the shortcut block "
+                     "skips the per-layer parameter all-gathers, leaving parameters sharded",
+                     flags=("moe_shortcut_connection", fsdp),
+                     hint="use DDP or --use-distributed-optimizer instead of FSDP")
+
+
+def shortcut_connection_cuda_graphs(config: Draft) -> None:
+    """Shortcut blocks can only be CUDA-graphed by the local block-scoped implementation."""
+    impl = config.get("cuda_graph_impl", "none")
+    if not config.get("moe_shortcut_connection") or impl == "none":
+        return
+    scope = config.get("inference_cuda_graph_scope")
+    if impl == "local" and getattr(scope, "name", scope) == "block":
+        return
+    config.error(f"--moe-shortcut-connection supports CUDA graphs only with --cuda-graph-impl "
+                 f"local and --inference-cuda-graph-scope block (got --cuda-graph-impl {impl})",
+                 flags=("moe_shortcut_connection", "cuda_graph_impl"),
+                 hint="use --cuda-graph-impl local --inference-cuda-graph-scope block, or "
+                      "--cuda-graph-impl none")
+
+
+def megakernel_backend_not_with_fsdp(config: Draft) -> None:
+    """The MOK megakernel backend has not been validated with FSDP."""
+    fsdp = _fsdp_name(config)
+    if config.get("moe_megakernel_backend") == "mok" and fsdp:
+        config.error(f"the 'mok' MoE megakernel backend is not validated with {fsdp}",
+                     flags=("moe_megakernel_backend", fsdp),
+                     hint="choose another megakernel backend, or drop FSDP")
+
+
+def flex_dispatcher_needs_real_process_group(config: Draft) -> None:
+    """The flex dispatcher's communication libraries need real process groups."""
+    if config.get("fake_process_group") and config.moe_token_dispatcher_type == "flex":
+        config.error("--moe-token-dispatcher-type flex does not work with --fake-process-group",
+                     flags=("moe_token_dispatcher_type", "fake_process_group"),
+                     hint="use --moe-token-dispatcher-type alltoall or allgather with a fake "
+                          "process group")
+
+
+def upcycling_needs_save(config: Draft) -> None:
+    """Upcycling writes the converted MoE model to ``--save``."""
+    if config.moe_use_upcycling and config.get("save") is None:
+        config.error("--moe-use-upcycling needs --save: the upcycled model is written there",
+                     flags=("moe_use_upcycling", "save"),
+                     hint="add --save DIR")
+
+
+def norm_before_up_proj_needs_latent(config: Draft) -> None:
+    """The norm before the latent up-projection only exists with latent projections."""
+    if config.get("moe_use_norm_before_up_proj") and config.moe_latent_size is None:
+        config.error("--moe-use-norm-before-up-proj needs --moe-latent-size",
+                     flags=("moe_use_norm_before_up_proj", "moe_latent_size"),
+                     hint="set --moe-latent-size, or drop --moe-use-norm-before-up-proj")
+
+
+def latent_size_is_positive(config: Draft) -> None:
+    """A latent projection needs a positive dimension."""
+    size = config.moe_latent_size
+    if size is not None and size <= 0:
+        config.error(f"--moe-latent-size must be greater than 0, got {size}",
+                     flags=("moe_latent_size",),
+                     hint="give a positive latent dimension, or leave the flag unset")
+
+
+def latent_size_needs_experts(config: Draft) -> None:
+    """Latent projections belong to MoE layers."""
+    if config.moe_latent_size is not None and config.num_experts is None:
+        config.error(f"--moe-latent-size {config.moe_latent_size} only applies to MoE models, "
+                     "but --num-experts is not set",
+                     flags=("moe_latent_size", "num_experts"),
+                     hint="set --num-experts, or drop --moe-latent-size")
+
+
+def overlap_comm_with_model_parallelism(config: Draft) -> None:
+    """Before Blackwell, TP/CP and EP-overlap want different CUDA_DEVICE_MAX_CONNECTIONS."""
+    if not config.overlap_moe_expert_parallel_comm or _fsdp_name(config):
+        return
+    tp = config.get("tensor_model_parallel_size", 1)
+    cp = config.get("context_parallel_size", 1)
+    capability = config.env.capability()
+    if (tp > 1 or cp > 1) and (capability is None or capability[0] < 10):
+        config.warn("before Blackwell, tensor or context parallelism prefers "
+                    "CUDA_DEVICE_MAX_CONNECTIONS=1 while --overlap-moe-expert-parallel-comm "
+                    "prefers a larger value; set it to 1 or 32 depending on which to favour",
+                    flags=("overlap_moe_expert_parallel_comm", "tensor_model_parallel_size"))
+
+
+CHECKS: tuple[Callable[[Draft], None], ...] = (
+    expert_parallel_needs_experts,
+    experts_divide_over_expert_parallel_ranks,
+    grouped_gemm_needs_ampere,
+    single_grouped_params_not_with_megatron_fsdp,
+    torch_fsdp2_without_expert_parallel,
+    shortcut_connection_not_with_fsdp,
+    shortcut_connection_cuda_graphs,
+    megakernel_backend_not_with_fsdp,
+    flex_dispatcher_needs_real_process_group,
+    upcycling_needs_save,
+    norm_before_up_proj_needs_latent,
+    latent_size_is_positive,
+    latent_size_needs_experts,
+    overlap_comm_with_model_parallelism,
+)
