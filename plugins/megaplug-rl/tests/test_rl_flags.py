@@ -25,7 +25,7 @@ def kernel() -> Any:
 
 
 def rl_specs() -> list[Any]:
-    return [spec for spec in kernel().table if spec.plugin == "rl"]
+    return [spec for spec in kernel().table if spec.plugin == "rl" and spec.kind == "flag"]
 
 
 def test_declares_the_43_flags_of_megatrons_rl_group() -> None:
@@ -58,6 +58,19 @@ def test_defaults_resolve() -> None:
     assert resolved.rl_sequence_packing_algo == "fifo"
     assert resolved.refit_method == "gloo"
     assert resolved.rl_default_top_p == 0
+
+
+def test_packed_bin_counter_only_with_sequence_packing() -> None:
+    resolved = kernel().resolve([], environ={})
+    assert "consumed_train_bins" not in resolved
+    packed = kernel().resolve(["--rl-use-sequence-packing"], environ={})
+    assert packed.consumed_train_bins == 0
+    assert packed.source("consumed_train_bins").plugin == "rl"
+
+
+def test_counter_cannot_be_set_by_the_user() -> None:
+    with pytest.raises(megaplug.ConfigError):
+        kernel().resolve(["--consumed-train-bins", "3"], environ={})
 
 
 def test_values_parse() -> None:

@@ -35,6 +35,16 @@ def add_args(flags: "FlagDeclarations") -> None:
 
 
 @hookimpl
+def derive(config: Draft) -> None:
+    """Start the packed-bin counter when rollouts are packed; otherwise drop it."""
+    if config.rl_use_sequence_packing:
+        config.set("consumed_train_bins", 0, reason="packed-bin counter starts at zero",
+                   inputs=("rl_use_sequence_packing",))
+    else:
+        config.discard("consumed_train_bins", reason="only sequence packing counts bins")
+
+
+@hookimpl
 def validate(config: Draft) -> None:
     """Run every RL check; they apply only to runs with --perform-rl-step."""
     if not config.perform_rl_step:

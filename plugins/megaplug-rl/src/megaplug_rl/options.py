@@ -7,7 +7,7 @@ from typing import Literal, Optional
 
 from typing_extensions import Annotated
 
-from megaplug import Flag
+from megaplug import Computed, Flag
 
 Granularity = Literal["R", "G", "B"]
 
@@ -122,3 +122,8 @@ class RLOptions:
     rl_inference_parsers: Annotated[list, Flag(  # type: ignore[type-arg]
         nargs="*", help="Response parsers enabled for rollout inference.")] = field(
         default_factory=list)
+
+    # Not a flag: the RL data loader's counter, added only when rollouts are packed.
+    consumed_train_bins: Annotated[Optional[int], Computed(
+        "Packed bins consumed so far; starts at 0, present only with "
+        "--rl-use-sequence-packing.")] = None
