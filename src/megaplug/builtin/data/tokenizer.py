@@ -1,0 +1,35 @@
+"""What each tokenizer type needs when it is built (reported early, as warnings).
+
+Megatron only finds these out when the tokenizer is constructed at start-up, after the
+arguments were accepted; a warning names the gap before the job is launched.
+"""
+
+from __future__ import annotations
+
+from megaplug import Draft
+
+#: Settings each tokenizer type reads when it is built.
+_NEEDS: dict[str, tuple[str, ...]] = {
+    "BertWordPieceLowerCase": ("vocab_file",),
+    "BertWordPieceCase": ("vocab_file",),
+    "GPT2BPETokenizer": ("vocab_file", "merge_file"),
+    "SentencePieceTokenizer": ("tokenizer_model",),
+    "GPTSentencePieceTokenizer": ("tokenizer_model",),
+    "HuggingFaceTokenizer": ("tokenizer_model",),
+    "Llama2Tokenizer": ("tokenizer_model",),
+    "TikTokenizer": ("tokenizer_model",),
+    "MultimodalTokenizer": ("tokenizer_model",),
+    "SFTTokenizer": ("tokenizer_model",),
+    "NullTokenizer": ("vocab_size",),
+    "NullMultimodalTokenizer": ("vocab_size",),
+}
+
+
+def warn_missing_tokenizer_inputs(config: Draft) -> None:
+    """Name the files or sizes the chosen tokenizer will ask for."""
+    kind = config.tokenizer_type
+    missing = [dest for dest in _NEEDS.get(kind or "", ()) if config[dest] is None]
+    if missing:
+        spelled = " and ".join(config.spelling(d) for d in missing)
+        config.warn(f"--tokenizer-type {kind} will need {spelled} when the tokenizer is built",
+                    flags=("tokenizer_type", *missing))

@@ -1,0 +1,27 @@
+"""The multi-storage client switch and its deprecated opposite."""
+
+from __future__ import annotations
+
+from megaplug import Draft
+
+
+def apply_disable_msc(config: Draft) -> None:
+    """The deprecated --disable-msc still wins over --enable-msc, as it always did."""
+    if not config.disable_msc_deprecated or not config.enable_msc:
+        return
+    config.set("enable_msc", False, reason="--disable-msc overrides --enable-msc",
+               inputs=("disable_msc_deprecated",))
+    config.warn("--disable-msc overrides --enable-msc: the multi-storage client stays off",
+                flags=("disable_msc_deprecated", "enable_msc"))
+
+
+def check_msc_installed(config: Draft) -> None:
+    """--enable-msc needs the multistorageclient package on the target machine."""
+    if not config.enable_msc:
+        return
+    problem = config.env.requirement_problem("multistorageclient")
+    if problem:
+        config.error(f"--enable-msc {problem}", flags=("enable_msc",),
+                     hint="pip install multi-storage-client, or drop --enable-msc")
+    else:
+        config.warn("the multi-storage client (MSC) is enabled", flags=("enable_msc",))
