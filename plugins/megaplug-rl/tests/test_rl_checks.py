@@ -26,6 +26,8 @@ class PeerOptions:
     inference_dynamic_batching_unified_memory_level: Annotated[int, Flag(choices=(0, 1))] = 0
     exit_interval: Annotated[Optional[int], Flag()] = None
     save_interval: Annotated[Optional[int], Flag()] = None
+    context_parallel_size: Annotated[int, Flag()] = 1
+    inference_shards: Annotated[Optional[str], Flag()] = None
     skip_train: Annotated[bool, Flag()] = False
     no_load_optim: Annotated[bool, Flag()] = False
 
@@ -120,13 +122,30 @@ def test_offloaded_cache_excludes_unified_memory() -> None:
     assert rl_problems(argv, WITH_SAVER) == []
 
 
+SEPARATE = ["--rl-inference-tensor-model-parallel-size", "2"]
+
+
 def test_weight_offload_needs_uvm_or_memory_saver() -> None:
-    argv = BASE + ["--rl-offload-inference-model-weights-when-idle"]
+    argv = BASE + SEPARATE + ["--rl-offload-inference-model-weights-when-idle"]
     [problem] = rl_problems(argv)
     assert "--rl-offload-inference-model-weights-when-idle" in problem
     assert "--rl-inference-model-unified-memory-level 1" in problem
     assert rl_problems(argv + ["--rl-inference-model-unified-memory-level", "1"]) == []
     assert rl_problems(argv, WITH_SAVER) == []
+
+
+@pytest.mark.parametrize("separate", [
+    SEPARATE,
+    ["--rl-inference-expert-model-parallel-size", "4"],
+    ["--inference-shards", "2"],
+    ["--context-parallel-size", "2"],
+])
+def test_weight_offload_needs_a_separate_inference_model(separate: list[str]) -> None:
+    argv = BASE + ["--rl-offload-inference-model-weights-when-idle"]
+    [problem] = rl_problems(argv, WITH_SAVER)
+    assert "requires a separate inference model" in problem
+    assert "--rl-inference-*-model-parallel-size" in problem and "--inference-shards" in problem
+    assert rl_problems(argv + separate, WITH_SAVER) == []
 
 
 def test_generation_lag_needs_partial_rollouts() -> None:

@@ -97,6 +97,38 @@ def weight_offload_needs_uvm_or_memory_saver(config: Draft) -> None:
         hint=f"set --rl-inference-model-unified-memory-level 1, or install {MEMORY_SAVER}")
 
 
+INFERENCE_SIZES = (
+    "rl_inference_tensor_model_parallel_size",
+    "rl_inference_pipeline_model_parallel_size",
+    "rl_inference_expert_model_parallel_size",
+    "rl_inference_expert_tensor_model_parallel_size",
+)
+
+
+def uses_separate_inference_model(config: Draft) -> bool:
+    """Whether rollouts run on their own copy of the model rather than the trained one.
+
+    That is the case when any inference parallel size is given, when inference is
+    sharded (--inference-shards), or when training uses context parallelism (inference
+    does not support it, so a context-parallel-free copy is built).
+    """
+    return (any(config[dest] is not None for dest in INFERENCE_SIZES)
+            or config.get("inference_shards") is not None
+            or (config.get("context_parallel_size", 1) or 1) > 1)
+
+
+def weight_offload_needs_separate_inference_model(config: Draft) -> None:
+    """Shared weights are the training weights; only a separate copy can be offloaded."""
+    if (config.rl_offload_inference_model_weights_when_idle
+            and not uses_separate_inference_model(config)):
+        config.error(
+            "--rl-offload-inference-model-weights-when-idle requires a separate inference "
+            "model, but inference shares the training model's weights",
+            flags=("rl_offload_inference_model_weights_when_idle", *INFERENCE_SIZES),
+            hint="set an --rl-inference-*-model-parallel-size (or --inference-shards), or drop "
+                 "--rl-offload-inference-model-weights-when-idle")
+
+
 def generation_lag_needs_partial_rollouts(config: Draft) -> None:
     """A generation lag means rollouts span policy updates, i.e. partial rollouts."""
     lag = config.rl_generation_lag
@@ -208,6 +240,7 @@ CHECKS: tuple[Callable[[Draft], None], ...] = (
     offloaded_kv_cache_needs_persisted_graphs,
     offloaded_kv_cache_excludes_uvm,
     weight_offload_needs_uvm_or_memory_saver,
+    weight_offload_needs_separate_inference_model,
     generation_lag_needs_partial_rollouts,
     rollout_submission_needs_partial_rollouts,
     rollout_consumption_unsupported,
