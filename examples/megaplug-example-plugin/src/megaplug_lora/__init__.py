@@ -1,0 +1,176 @@
+"""megaplug-example-plugin: LoRA adapter settings, as a template for third-party plugins.
+
+A complete plugin in one module:
+
+* ``megaplug_plugin`` says who it is and that its hooks run after the ``model`` plugin
+  (its checks read ``hidden_size``, which ``model`` owns);
+* :class:`LoraOptions` declares the flags, a hidden deprecated alias and a computed value;
+* ``normalize`` migrates the alias ``--lora-r`` to ``--lora-rank`` (warning, provenance);
+* ``derive`` computes ``lora_scaling = lora_alpha / lora_rank``;
+* ``validate`` reports problems, including ones that depend on core values.
+
+Each step is a small named function, registered in a tuple the hook walks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from typing_extensions import Annotated
+
+from megaplug import Computed, Draft, Flag, PluginInfo, hookimpl
+
+__version__ = "0.1.0"
+
+megaplug_plugin = PluginInfo(
+    name="lora",
+    description="Low-rank adapters (LoRA): train small rank-r updates of frozen linear layers.",
+    version=__version__,
+    after=("model",),
+)
+
+#: Linear layers an adapter can wrap, by their Megatron core module names.
+TARGET_MODULES = ("linear_qkv", "linear_proj", "linear_fc1", "linear_fc2")
+
+
+@dataclass
+class LoraOptions:
+    """LoRA settings: adapters are on when ``--lora-rank`` is set."""
+
+    lora_rank: Annotated[Optional[int], Flag(
+        help="Rank of the LoRA adapters; unset trains the full model without adapters.")] = None
+    lora_alpha: Annotated[float, Flag(
+        help="LoRA scale numerator: adapter outputs are multiplied by alpha / rank.")] = 16.0
+    lora_dropout: Annotated[float, Flag(
+        help="Dropout probability applied to the adapter inputs.")] = 0.0
+    lora_target_modules: Annotated[list[str], Flag(
+        nargs="+", choices=TARGET_MODULES, metavar="MODULE",
+        help="Linear layers that get adapters: " + ", ".join(TARGET_MODULES) + ".")] = field(
+        default_factory=lambda: ["linear_qkv", "linear_proj"])
+    # The old spelling: accepted, hidden from --help, migrated by normalize.
+    lora_r: Annotated[Optional[int], Flag(
+        hidden=True, help="Deprecated spelling of --lora-rank.")] = None
+    lora_scaling: Annotated[Optional[float], Computed(
+        "Multiplier of the adapter output, lora_alpha / lora_rank; none without adapters.")] = None
+
+
+@hookimpl
+def add_args(flags) -> None:  # type: ignore[no-untyped-def]
+    """Declare the LoRA flags."""
+    flags.add_options(LoraOptions)
+
+
+# -- normalize -------------------------------------------------------------------------
+
+
+def migrate_lora_r(config: Draft) -> None:
+    """``--lora-r N`` is the old spelling of ``--lora-rank N``; the old key leaves the result."""
+    old = config.lora_r
+    if old is not None:
+        if config.given("lora_rank") and config.lora_rank != old:
+            config.error(
+                f"--lora-r {old} and --lora-rank {config.lora_rank} disagree",
+                flags=("lora_r", "lora_rank"),
+                hint="drop --lora-r, the deprecated spelling of --lora-rank")
+        else:
+            config.set("lora_rank", old, inputs=("lora_r",),
+                       reason="--lora-r is the deprecated spelling of --lora-rank")
+            config.warn(f"--lora-r is deprecated; use --lora-rank {old}", flags=("lora_r",))
+    config.discard("lora_r", reason="retired spelling of lora_rank")
+
+
+NORMALIZATIONS: tuple[Callable[[Draft], None], ...] = (migrate_lora_r,)
+
+
+@hookimpl
+def normalize(config: Draft) -> None:
+    """Migrate deprecated LoRA spellings."""
+    for step in NORMALIZATIONS:
+        step(config)
+
+
+# -- derive ----------------------------------------------------------------------------
+
+
+def derive_scaling(config: Draft) -> None:
+    """lora_scaling = lora_alpha / lora_rank (validate reports a rank that is not positive)."""
+    rank = config.lora_rank
+    if rank is not None and rank > 0:
+        config.set("lora_scaling", config.lora_alpha / rank,
+                   inputs=("lora_alpha", "lora_rank"))
+
+
+DERIVATIONS: tuple[Callable[[Draft], None], ...] = (derive_scaling,)
+
+
+@hookimpl
+def derive(config: Draft) -> None:
+    """Compute the adapter scaling."""
+    for step in DERIVATIONS:
+        step(config)
+
+
+# -- validate --------------------------------------------------------------------------
+
+
+def check_rank_positive(config: Draft) -> None:
+    rank = config.lora_rank
+    if rank is not None and rank <= 0:
+        config.error(f"--lora-rank {rank} must be a positive integer", flags=("lora_rank",),
+                     hint="use a small rank such as 8, or drop --lora-rank to train without "
+                          "adapters")
+
+
+def check_rank_below_hidden(config: Draft) -> None:
+    """An adapter of rank >= hidden size is no cheaper than training the layer itself."""
+    rank, hidden = config.lora_rank, config.get("hidden_size")
+    if rank is not None and rank > 0 and hidden is not None and rank >= hidden:
+        config.error(f"--lora-rank {rank} is not smaller than --hidden-size {hidden}",
+                     flags=("lora_rank", "hidden_size"),
+                     hint=f"use a rank below {hidden}; LoRA saves memory only when the rank is "
+                          "much smaller than the hidden size")
+
+
+def check_dropout(config: Draft) -> None:
+    dropout = config.lora_dropout
+    if not 0.0 <= dropout < 1.0:
+        config.error(f"--lora-dropout {dropout} is outside [0, 1)", flags=("lora_dropout",),
+                     hint="use a probability such as 0.05, or 0 for none")
+
+
+def check_alpha(config: Draft) -> None:
+    if config.lora_alpha <= 0:
+        config.error(f"--lora-alpha {config.lora_alpha} must be positive",
+                     flags=("lora_alpha",), hint="a common choice is twice the rank")
+
+
+def check_settings_without_rank(config: Draft) -> None:
+    """Adapter settings without a rank do nothing; say so rather than ignore them silently."""
+    if config.lora_rank is not None:
+        return
+    unused = [d for d in ("lora_alpha", "lora_dropout", "lora_target_modules") if config.given(d)]
+    if unused:
+        spelled = ", ".join(config.spelling(d) for d in unused)
+        config.warn(f"{spelled} {'has' if len(unused) == 1 else 'have'} no effect without "
+                    "--lora-rank", flags=tuple(unused))
+
+
+CHECKS: tuple[Callable[[Draft], None], ...] = (
+    check_rank_positive,
+    check_rank_below_hidden,
+    check_dropout,
+    check_alpha,
+    check_settings_without_rank,
+)
+
+
+@hookimpl
+def validate(config: Draft) -> None:
+    """Report LoRA problems."""
+    for check in CHECKS:
+        check(config)
+
+
+__all__ = ["CHECKS", "DERIVATIONS", "LoraOptions", "NORMALIZATIONS", "TARGET_MODULES",
+           "megaplug_plugin"]
