@@ -1,0 +1,133 @@
+"""Batch sizes: the global batch default, evaluation batch sizes and their divisibility."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from megaplug import Draft
+
+#: Sources that count as "the user wrote --global-batch-size" for Megatron's
+#: ``_is_global_batch_size_explicitly_specified`` (caller defaults come later in Megatron).
+_EXPLICIT_SOURCES = frozenset({"command-line", "config-file", "environment", "checkpoint"})
+
+
+def batch_parallel_size(config: Draft) -> Optional[int]:
+    """Ranks that each consume their own micro batches: data-parallel size times GTP remat size.
+
+    ``None`` when the parallel layout is not known (the parallel plugin reported a problem).
+    """
+    explicit = config.get("batch_parallel_size")
+    if explicit is not None:
+        return int(explicit)
+    data_parallel = config.get("data_parallel_size")
+    if data_parallel is None:
+        return None
+    return int(data_parallel) * _gtp_weight_remat_size(config)
+
+
+def _gtp_weight_remat_size(config: Draft) -> int:
+    return int(config.get("gtp_weight_remat_size", 1) or 1)
+
+
+def global_batch_size_was_given(config: Draft) -> bool:
+    """Whether --global-batch-size came from the user, as Megatron's parse step records it."""
+    recorded = config.get("_is_global_batch_size_explicitly_specified")
+    if recorded is not None:
+        return bool(recorded)
+    record = config.source("global_batch_size")
+    while record is not None:
+        if record.source in _EXPLICIT_SOURCES:
+            return True
+        record = record.previous
+    return False
+
+
+def derive_global_batch_size(config: Draft) -> None:
+    """Default the global batch to one micro batch per batch-parallel rank."""
+    micro = config.micro_batch_size
+    if config.global_batch_size is not None or micro is None or micro <= 0:
+        return
+    ranks = batch_parallel_size(config)
+    if not ranks or ranks <= 0:
+        return  # the parallel plugin reports the impossible layout
+    config.set("global_batch_size", micro * ranks,
+               reason="one micro batch per data-parallel rank",
+               inputs=("micro_batch_size", "data_parallel_size"))
+
+
+def derive_eval_batch_sizes(config: Draft) -> None:
+    """Evaluation batch sizes default to the training ones (the flags belong to logging)."""
+    if "eval_global_batch_size" in config and config.eval_global_batch_size is None \
+            and config.global_batch_size is not None:
+        config.set("eval_global_batch_size", config.global_batch_size,
+                   reason="defaults to the training global batch size",
+                   inputs=("global_batch_size",))
+    if "eval_micro_batch_size" in config and config.eval_micro_batch_size is None \
+            and config.micro_batch_size is not None:
+        config.set("eval_micro_batch_size", config.micro_batch_size,
+                   reason="defaults to the training micro batch size",
+                   inputs=("micro_batch_size",))
+
+
+def check_micro_batch_size(config: Draft) -> None:
+    micro = config.micro_batch_size
+    if micro is None:
+        config.error("--micro-batch-size is required", flags=("micro_batch_size",),
+                     hint="set --micro-batch-size to the samples each GPU processes per step")
+    elif micro <= 0:
+        config.error(f"--micro-batch-size {micro} must be positive", flags=("micro_batch_size",),
+                     hint="use a micro batch size of 1 or more")
+
+
+def check_global_batch_size(config: Draft) -> None:
+    size = config.global_batch_size
+    if size is not None and size <= 0:
+        config.error(f"--global-batch-size {size} must be positive",
+                     flags=("global_batch_size",),
+                     hint="use a positive global batch size, or leave it out to default to "
+                          "micro batch size times data-parallel size")
+
+
+def check_step_schedule_excludes_global_batch(config: Draft) -> None:
+    if config.step_batch_size_schedule is not None and global_batch_size_was_given(config):
+        config.error("--step-batch-size-schedule and --global-batch-size cannot be used together",
+                     flags=("step_batch_size_schedule", "global_batch_size"),
+                     hint="the schedule sets the global batch size; drop --global-batch-size")
+
+
+def check_eval_batch_divisibility(config: Draft) -> None:
+    """Each evaluation step must split into whole micro batches on every batch-parallel rank."""
+    eval_global = config.get("eval_global_batch_size") or config.global_batch_size
+    eval_micro = config.get("eval_micro_batch_size") or config.micro_batch_size
+    data_parallel = config.get("data_parallel_size")
+    if eval_global is None or not eval_micro or eval_micro <= 0 or not data_parallel:
+        return
+    remat = _gtp_weight_remat_size(config)
+    ranks = batch_parallel_size(config) or int(data_parallel) * remat
+    if ranks <= 0:
+        return
+    step = eval_micro * ranks
+    if eval_global % step == 0:
+        return
+    names = ("--eval-global-batch-size", "--eval-micro-batch-size") \
+        if "eval_global_batch_size" in config else ("--global-batch-size", "--micro-batch-size")
+    config.error(
+        f"eval_global_batch_size ({eval_global}) must be divisible by eval_micro_batch_size "
+        f"({eval_micro}) * data_parallel_size ({data_parallel}) * gtp_weight_remat_size "
+        f"({remat}) = {step}",
+        flags=(*names, "data_parallel_size"),
+        hint=_divisibility_hint(eval_global, eval_micro, ranks, names),
+    )
+
+
+def _divisibility_hint(total: int, micro: int, ranks: int, names: tuple[str, ...]) -> str:
+    step = micro * ranks
+    lower = (total // step) * step
+    suggestions = [str(v) for v in (lower, lower + step) if v > 0]
+    text = f"use a batch size that is a multiple of {step} (such as {' or '.join(suggestions)})"
+    fitting = [m for m in range(1, micro) if total % (m * ranks) == 0]
+    if fitting:
+        text += f", or {names[1]} {fitting[-1]}"
+    if not (names[0].startswith("--eval")):
+        return text
+    return text + "; the evaluation sizes default to --global-batch-size / --micro-batch-size"

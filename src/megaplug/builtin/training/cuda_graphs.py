@@ -1,0 +1,162 @@
+"""CUDA graphs: retired switches, module-list normalization and capture requirements."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from megaplug import Draft
+
+from .enums import CudaGraphModule
+
+#: Retired module spellings that now mean another setting: (setting, value it migrates to).
+_MIGRATIONS: dict[str, tuple[str, str]] = {
+    "full_iteration": ("cuda_graph_impl", "full_iteration"),
+    "full_iteration_inference": ("inference_cuda_graph_scope", "block"),
+}
+
+
+def normalize_retired_switches(config: Draft) -> None:
+    """--enable-cuda-graph / --external-cuda-graph become --cuda-graph-impl local / transformer_engine.
+
+    The switches stay in the result (Megatron keeps them too), only their meaning moves.
+    """
+    local, external = config.enable_cuda_graph, config.external_cuda_graph
+    if (local or external) and config.cuda_graph_impl != "none":
+        used = "--enable-cuda-graph" if local else "--external-cuda-graph"
+        config.error(f"{used} cannot be combined with --cuda-graph-impl {config.cuda_graph_impl}",
+                     flags=(used, "cuda_graph_impl"),
+                     hint=f"drop {used}; --cuda-graph-impl alone chooses the implementation")
+    elif local and external:
+        config.error("--enable-cuda-graph and --external-cuda-graph cannot both be set",
+                     flags=("enable_cuda_graph", "external_cuda_graph"),
+                     hint="use --cuda-graph-impl local or --cuda-graph-impl transformer_engine")
+    elif local or external:
+        used, impl = ("--enable-cuda-graph", "local") if local else \
+            ("--external-cuda-graph", "transformer_engine")
+        config.warn(f"{used} is deprecated; use --cuda-graph-impl {impl}", flags=(used,))
+        config.set("cuda_graph_impl", impl, reason=f"{used} is retired",
+                   inputs=("enable_cuda_graph" if local else "external_cuda_graph",))
+
+
+def normalize_retired_scope_flag(config: Draft) -> None:
+    """--cuda-graph-scope is the old spelling of --cuda-graph-modules."""
+    scope = config.cuda_graph_scope_deprecated
+    if scope is not None:
+        if config.cuda_graph_modules:
+            config.error("--cuda-graph-scope and --cuda-graph-modules cannot be used together",
+                         flags=("--cuda-graph-scope", "cuda_graph_modules"),
+                         hint="keep --cuda-graph-modules; --cuda-graph-scope is its old name")
+        else:
+            config.warn("--cuda-graph-scope is deprecated; use --cuda-graph-modules",
+                        flags=("--cuda-graph-scope",))
+            config.set("cuda_graph_modules", list(scope), reason="--cuda-graph-scope is retired",
+                       inputs=("cuda_graph_scope_deprecated",))
+    config.discard("cuda_graph_scope_deprecated")
+
+
+def normalize_module_list(config: Draft) -> None:
+    """Turn the module list into CudaGraphModule members, migrating retired spellings."""
+    modules, retired, used_full = _split_modules(config.cuda_graph_modules or [])
+    if used_full:
+        config.warn("--cuda-graph-modules full is deprecated; an empty module list captures the "
+                    "whole layer", flags=("cuda_graph_modules",))
+    impl = config.cuda_graph_impl
+    if _check_migration_inputs(config, retired, impl):
+        for spelling in retired:
+            _migrate(config, spelling, impl)
+    if modules != config.cuda_graph_modules:
+        config.set("cuda_graph_modules", modules, reason="normalized module list",
+                   inputs=("cuda_graph_modules",))
+
+
+def _split_modules(raw: list[Any]) -> tuple[list[CudaGraphModule], list[str], bool]:
+    modules: list[CudaGraphModule] = []
+    retired: list[str] = []
+    used_full = False
+    for item in raw:
+        if isinstance(item, CudaGraphModule):
+            if item not in modules:
+                modules.append(item)
+        elif item == "full":
+            used_full = True
+        elif item in _MIGRATIONS:
+            retired.append(item)
+        elif isinstance(item, str) and item in CudaGraphModule.__members__:
+            modules.append(CudaGraphModule[item])
+    return modules, retired, used_full
+
+
+def _check_migration_inputs(config: Draft, retired: list[str], impl: str) -> bool:
+    ok = True
+    if retired and impl not in ("none", "local", "full_iteration"):
+        config.error(f"--cuda-graph-modules {retired[0]} is a retired spelling that only "
+                     f"applies to --cuda-graph-impl local (got {impl})",
+                     flags=("cuda_graph_modules", "cuda_graph_impl"),
+                     hint="drop it from --cuda-graph-modules")
+        ok = False
+    explicit_scope = config.get("inference_cuda_graph_scope")
+    if "full_iteration_inference" in retired and explicit_scope is not None:
+        config.error("--cuda-graph-modules full_iteration_inference cannot be combined with "
+                     f"--inference-cuda-graph-scope {_scope_name(explicit_scope)}",
+                     flags=("cuda_graph_modules", "inference_cuda_graph_scope"),
+                     hint="drop full_iteration_inference; --inference-cuda-graph-scope "
+                          "replaces it")
+        ok = False
+    return ok
+
+
+def _migrate(config: Draft, spelling: str, impl: str) -> None:
+    setting, value = _MIGRATIONS[spelling]
+    if impl == "none":
+        config.warn(f"--cuda-graph-modules {spelling} is deprecated and has no effect with "
+                    "--cuda-graph-impl none; use --cuda-graph-impl local with "
+                    "--inference-cuda-graph-scope block for inference CUDA graphs",
+                    flags=("cuda_graph_modules",))
+        return
+    if setting not in config:
+        return  # the plugin that owns the setting is not installed
+    flag = "--" + setting.replace("_", "-")
+    config.warn(f"--cuda-graph-modules {spelling} is deprecated; setting {flag}={value} instead",
+                flags=("cuda_graph_modules", setting))
+    config.set(setting, value, reason=f"retired --cuda-graph-modules {spelling}",
+               inputs=("cuda_graph_modules",))
+
+
+def _scope_name(value: Any) -> str:
+    return str(getattr(value, "name", value))
+
+
+def derive_te_rng_tracker(config: Draft) -> None:
+    """Transformer Engine CUDA graphs need Transformer Engine's RNG tracker."""
+    impl = config.cuda_graph_impl
+    if impl == "none" or config.te_rng_tracker:
+        return
+    if "transformer_engine" in (config.get("transformer_impl"), impl):
+        config.warn("turning on --te-rng-tracker, which CUDA graphs with Transformer Engine need",
+                    flags=("te_rng_tracker", "cuda_graph_impl"))
+        config.set("te_rng_tracker", True, reason="CUDA graphs with Transformer Engine",
+                   inputs=("cuda_graph_impl", "transformer_impl"))
+
+
+def check_full_iteration_has_no_modules(config: Draft) -> None:
+    if config.cuda_graph_impl == "full_iteration" and config.cuda_graph_modules:
+        names = " ".join(m.name if isinstance(m, CudaGraphModule) else str(m)
+                         for m in config.cuda_graph_modules)
+        config.error(f"--cuda-graph-modules {names} cannot be used with --cuda-graph-impl "
+                     "full_iteration, which captures the whole iteration",
+                     flags=("cuda_graph_modules", "cuda_graph_impl"),
+                     hint="drop --cuda-graph-modules")
+
+
+def check_allocator_settings(config: Draft) -> None:
+    """Transformer Engine graphs with expandable segments need NCCL graph registration off."""
+    if config.cuda_graph_impl != "transformer_engine":
+        return
+    alloc_conf: Optional[str] = config.env.getenv("PYTORCH_CUDA_ALLOC_CONF", "") or ""
+    if "expandable_segments:True" in alloc_conf \
+            and config.env.getenv("NCCL_GRAPH_REGISTER", "") != "0":
+        config.error("--cuda-graph-impl transformer_engine with "
+                     "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True needs NCCL_GRAPH_REGISTER=0 "
+                     "to avoid illegal memory accesses",
+                     flags=("cuda_graph_impl", "PYTORCH_CUDA_ALLOC_CONF"),
+                     hint="export NCCL_GRAPH_REGISTER=0, or drop expandable_segments:True")

@@ -1,0 +1,66 @@
+"""Value types of the training plugin: CUDA graph modules and exit signals."""
+
+from __future__ import annotations
+
+import enum
+import signal
+from typing import Union
+
+
+class CudaGraphModule(enum.Enum):
+    """The parts of a layer that may be captured in a CUDA graph (Megatron's names)."""
+
+    attn = 1
+    mlp = 2
+    moe = 3
+    moe_router = 4
+    moe_preprocess = 5
+    mamba = 6
+
+
+#: Retired ``--cuda-graph-modules`` spellings, kept as strings until normalize migrates them.
+DEPRECATED_MODULE_SPELLINGS = ("full", "full_iteration", "full_iteration_inference")
+
+CudaGraphModuleArg = Union[CudaGraphModule, str]
+
+
+def parse_cuda_graph_module(text: str) -> CudaGraphModuleArg:
+    """Parse one ``--cuda-graph-modules`` word: a module name, or a retired spelling as is."""
+    if text in DEPRECATED_MODULE_SPELLINGS:
+        return text
+    name = text.split(".", 1)[1] if text.startswith("CudaGraphModule.") else text
+    try:
+        return CudaGraphModule[name]
+    except KeyError:
+        names = ", ".join(member.name for member in CudaGraphModule)
+        raise ValueError(f"choose from {names} (or leave the list empty for the whole layer)") from None
+
+
+parse_cuda_graph_module.__name__ = "cuda_graph_module"
+
+#: Signal numbers Megatron offers for ``--exit-signal`` (Linux numbering).
+EXIT_SIGNAL_CHOICES: tuple[int, ...] = (*range(1, 32), 34, 64)
+
+
+def parse_exit_signal(text: str) -> int:
+    """Parse a signal by name (``SIGTERM``, ``TERM``) or number (``15``) into its number."""
+    stripped = text.strip()
+    if stripped.lstrip("-").isdigit():
+        return int(stripped)
+    name = stripped.split(".", 1)[1] if stripped.startswith("Signals.") else stripped
+    name = name.upper()
+    if not name.startswith("SIG"):
+        name = "SIG" + name
+    member = getattr(signal.Signals, name, None) if hasattr(signal, "Signals") else None
+    if member is None:
+        member = _LINUX_SIGNALS.get(name)
+    if member is None:
+        raise ValueError("give a signal name such as SIGTERM or SIGUSR1, or its number")
+    return int(member)
+
+
+parse_exit_signal.__name__ = "signal"
+
+# Names that may be missing from ``signal.Signals`` on a non-Linux login node.
+_LINUX_SIGNALS = {"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGKILL": 9, "SIGUSR1": 10,
+                  "SIGUSR2": 12, "SIGTERM": 15, "SIGRTMIN": 34, "SIGRTMAX": 64}

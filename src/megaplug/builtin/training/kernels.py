@@ -1,0 +1,103 @@
+"""Fused kernels, numerics checks and deterministic mode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from megaplug import Draft
+
+#: Settings deterministic mode cannot honour, with the value it needs (read via config.get,
+#: since some belong to other plugins).
+DETERMINISM_REQUIREMENTS: tuple[tuple[str, Any], ...] = (
+    ("tp_comm_overlap", False),
+    ("use_flash_attn", False),
+    ("cross_entropy_loss_fusion", False),
+)
+
+#: NCCL all-reduce algorithms that give reproducible reductions.
+DETERMINISTIC_NCCL_ALGOS = ("Tree", "Ring", "CollnetDirect", "CollnetChain", "^NVLS")
+
+
+def derive_bias_gelu_fusion(config: Draft) -> None:
+    """Without linear biases there is no bias to fuse into GeLU."""
+    if config.bias_gelu_fusion and not config.get("add_bias_linear", True):
+        config.set("bias_gelu_fusion", False, reason="--disable-bias-linear leaves no bias to fuse",
+                   inputs=("add_bias_linear",))
+
+
+def effective_position_embedding_type(config: Draft) -> Any:
+    """The position embedding type after the retired --use-rotary-position-embeddings switch."""
+    if config.get("use_rotary_position_embeddings"):
+        return "rope"
+    return config.get("position_embedding_type", "learned_absolute")
+
+
+def derive_rope_fusion(config: Draft) -> None:
+    """The fused rotary kernel applies only to plain RoPE."""
+    if config.apply_rope_fusion and effective_position_embedding_type(config) != "rope":
+        config.set("apply_rope_fusion", False, reason="position embeddings are not RoPE",
+                   inputs=("position_embedding_type",))
+
+
+def derive_persist_layer_norm(config: Draft) -> None:
+    """The persistent layer-norm kernel needs torch >= 1.11 (only checked when torch is known)."""
+    version = config.env.package_version("torch")
+    if version is None or config.no_persist_layer_norm:
+        return
+    if not config.env.version_at_least("torch", "1.11"):
+        config.warn(f"torch {version} has no persistent fused layer norm; using "
+                    "--no-persist-layer-norm", flags=("no_persist_layer_norm",))
+        config.set("no_persist_layer_norm", True, reason=f"torch {version} < 1.11")
+
+
+def derive_dataloader_type(config: Draft) -> None:
+    if config.dataloader_type is None:
+        config.set("dataloader_type", "single", reason="the single-pass loader is the default")
+
+
+def derive_nan_check(config: Draft) -> None:
+    """NaN checks are off when NaNs are expected (dynamic loss scaling) or meaningless."""
+    if not config.check_for_nan_in_loss_and_grad:
+        return
+    if config.get("fp16") and not config.get("loss_scale"):
+        config.warn("turning off the NaN check: dynamic loss scaling uses NaN gradients as a "
+                    "signal", flags=("check_for_nan_in_loss_and_grad", "fp16"))
+        config.set("check_for_nan_in_loss_and_grad", False,
+                   reason="fp16 with dynamic loss scaling", inputs=("fp16", "loss_scale"))
+    elif config.get("fake_process_group"):
+        config.warn("turning off the NaN check for the fake process group",
+                    flags=("check_for_nan_in_loss_and_grad", "fake_process_group"))
+        config.set("check_for_nan_in_loss_and_grad", False, reason="fake process group",
+                   inputs=("fake_process_group",))
+
+
+def check_te_cross_entropy(config: Draft) -> None:
+    if not (config.cross_entropy_loss_fusion and config.cross_entropy_fusion_impl == "te"):
+        return
+    if config.env.version_at_least("transformer_engine", "2.19.0"):
+        return
+    found = config.env.package_version("transformer_engine") or "not installed"
+    config.error("--cross-entropy-fusion-impl te needs Transformer Engine >= 2.19 (earlier "
+                 f"versions are unstable); found {found}",
+                 flags=("cross_entropy_fusion_impl", "cross_entropy_loss_fusion"),
+                 hint="use --cross-entropy-fusion-impl native, or drop "
+                      "--cross-entropy-loss-fusion")
+
+
+def check_deterministic_mode(config: Draft) -> None:
+    """Deterministic mode rules out kernels and overlaps whose results vary run to run."""
+    if not config.deterministic_mode:
+        return
+    violations = [(dest, wanted, config.get(dest)) for dest, wanted in DETERMINISM_REQUIREMENTS
+                  if config.get(dest, wanted) != wanted]
+    if violations:
+        listed = ", ".join(f"{dest}={wanted} (got {got})" for dest, wanted, got in violations)
+        flags = [dest for dest, _, _ in violations]
+        config.error(f"--deterministic-mode requires: {listed}",
+                     flags=("deterministic_mode", *flags),
+                     hint="turn off " + ", ".join(config.spelling(f) for f in flags)
+                          + ", or drop --deterministic-mode")
+    algo = config.env.getenv("NCCL_ALGO")
+    if algo is not None and algo not in DETERMINISTIC_NCCL_ALGOS:
+        config.warn(f"NCCL_ALGO={algo} may not reduce deterministically; use one of "
+                    f"{', '.join(DETERMINISTIC_NCCL_ALGOS)}", flags=("deterministic_mode",))

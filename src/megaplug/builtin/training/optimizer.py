@@ -1,0 +1,61 @@
+"""Optimizer choice, frozen training and retired batch/warmup flags."""
+
+from __future__ import annotations
+
+from megaplug import Draft
+
+#: Optimizers Megatron has supported the longest; the others are "emerging".
+_CLASSIC_OPTIMIZERS = ("adam", "sgd")
+_EMERGING_CHECKPOINT_FORMATS = ("torch", "torch_dist")
+
+
+def normalize_retired_batch_size(config: Draft) -> None:
+    """--batch-size is retired in favour of --micro-batch-size."""
+    if config.batch_size is not None:
+        config.error(f"--batch-size {config.batch_size} is no longer supported",
+                     flags=("batch_size",),
+                     hint=f"use --micro-batch-size {config.batch_size}")
+    config.discard("batch_size")
+
+
+def normalize_retired_warmup(config: Draft) -> None:
+    """--warmup is retired in favour of the --lr-warmup-* flags."""
+    if config.warmup is not None:
+        config.error(f"--warmup {config.warmup} is no longer supported", flags=("warmup",),
+                     hint="use --lr-warmup-fraction, --lr-warmup-iters or --lr-warmup-samples")
+    config.discard("warmup")
+
+
+def warn_dist_muon(config: Draft) -> None:
+    if config.optimizer == "dist_muon":
+        config.warn("--optimizer dist_muon is deprecated; use --optimizer muon with "
+                    "--use-distributed-optimizer", flags=("optimizer",))
+
+
+def derive_frozen_training(config: Draft) -> None:
+    """Frozen layers have no optimizer state to shard or parameters to gather."""
+    if not config.freeze_all_layers:
+        return
+    for dest, why in (("use_distributed_optimizer", "the distributed optimizer"),
+                      ("overlap_param_gather", "overlapped parameter gathering")):
+        if config.get(dest):
+            config.warn(f"--freeze-all-layers turns off {why} ({config.spelling(dest)})",
+                        flags=("freeze_all_layers", dest))
+            config.set(dest, False, reason="all layers are frozen", inputs=("freeze_all_layers",))
+
+
+def check_emerging_optimizer(config: Draft) -> None:
+    """Optimizers beyond Adam and SGD work only with Megatron DDP and torch checkpoints."""
+    optimizer = config.optimizer
+    if optimizer in _CLASSIC_OPTIMIZERS:
+        return
+    for dest in ("use_torch_fsdp2", "use_megatron_fsdp"):
+        if config.get(dest):
+            config.error(f"--optimizer {optimizer} does not support {config.spelling(dest)} yet",
+                         flags=("optimizer", dest),
+                         hint=f"use --optimizer adam or sgd, or drop {config.spelling(dest)}")
+    ckpt_format = config.get("ckpt_format")
+    if ckpt_format is not None and ckpt_format not in _EMERGING_CHECKPOINT_FORMATS:
+        config.error(f"--optimizer {optimizer} supports only --ckpt-format torch or torch_dist "
+                     f"(got {ckpt_format})", flags=("optimizer", "ckpt_format"),
+                     hint="use --ckpt-format torch_dist")

@@ -1,0 +1,101 @@
+"""Training length and schedules: iterations versus samples, learning rate, weight decay."""
+
+from __future__ import annotations
+
+from megaplug import Draft
+
+
+def derive_weight_decay_range(config: Draft) -> None:
+    """A constant weight-decay schedule starts and ends at --weight-decay."""
+    if config.weight_decay_incr_style != "constant":
+        return
+    if config.start_weight_decay is not None or config.end_weight_decay is not None:
+        return  # reported by check_weight_decay_range
+    for dest in ("start_weight_decay", "end_weight_decay"):
+        config.set(dest, config.weight_decay, reason="constant weight-decay schedule",
+                   inputs=("weight_decay", "weight_decay_incr_style"))
+
+
+def check_weight_decay_range(config: Draft) -> None:
+    style = config.weight_decay_incr_style
+    start_given = config.given("start_weight_decay")
+    end_given = config.given("end_weight_decay")
+    if style == "constant":
+        given = [f for f, g in (("--start-weight-decay", start_given),
+                                ("--end-weight-decay", end_given)) if g]
+        if given:
+            config.error(f"{' and '.join(given)} need a varying weight-decay schedule, but "
+                         "--weight-decay-incr-style is constant",
+                         flags=(*given, "weight_decay_incr_style"),
+                         hint="use --weight-decay for a constant decay, or set "
+                              "--weight-decay-incr-style linear or cosine")
+        return
+    missing = [f for f, v in (("--start-weight-decay", config.start_weight_decay),
+                              ("--end-weight-decay", config.end_weight_decay)) if v is None]
+    if missing:
+        config.error(f"--weight-decay-incr-style {style} needs {' and '.join(missing)}",
+                     flags=("weight_decay_incr_style", *missing),
+                     hint="give both the start and the end weight decay")
+
+
+def check_iteration_based(config: Draft) -> None:
+    """With --train-iters, every length-like setting must be counted in iterations too."""
+    if not config.train_iters:
+        return
+    conflicts = []
+    if config.train_samples is not None:
+        conflicts.append("--train-samples")
+    if config.lr_decay_samples is not None:
+        conflicts.append("--lr-decay-samples")
+    if config.lr_warmup_samples:
+        conflicts.append("--lr-warmup-samples")
+    if config.rampup_batch_size is not None:
+        conflicts.append("--rampup-batch-size")
+    if conflicts:
+        config.error(f"--train-iters sets iteration-based training, which cannot be combined "
+                     f"with {', '.join(conflicts)}",
+                     flags=("train_iters", *conflicts),
+                     hint="count everything in iterations (--lr-decay-iters, --lr-warmup-iters), "
+                          "or train by samples with --train-samples instead")
+    if config.lr_warmup_fraction is not None and config.lr_warmup_iters:
+        config.error("--lr-warmup-fraction and --lr-warmup-iters both set the warmup length",
+                     flags=("lr_warmup_fraction", "lr_warmup_iters"),
+                     hint="keep one of them")
+
+
+def check_sample_based(config: Draft) -> None:
+    """With --train-samples, every length-like setting must be counted in samples too."""
+    if not config.train_samples:
+        return
+    conflicts = []
+    if config.train_iters is not None:
+        conflicts.append("--train-iters")
+    if config.lr_decay_iters is not None:
+        conflicts.append("--lr-decay-iters")
+    if config.lr_warmup_iters:
+        conflicts.append("--lr-warmup-iters")
+    if conflicts:
+        config.error(f"--train-samples sets sample-based training, which cannot be combined "
+                     f"with {', '.join(conflicts)}",
+                     flags=("train_samples", *conflicts),
+                     hint="count everything in samples (--lr-decay-samples, --lr-warmup-samples), "
+                          "or train by iterations with --train-iters instead")
+    if config.lr_warmup_fraction is not None and config.lr_warmup_samples:
+        config.error("--lr-warmup-fraction and --lr-warmup-samples both set the warmup length",
+                     flags=("lr_warmup_fraction", "lr_warmup_samples"),
+                     hint="keep one of them")
+
+
+def check_learning_rate_floor(config: Draft) -> None:
+    lr, min_lr = config.lr, config.min_lr
+    if lr is not None and min_lr is not None and min_lr > lr:
+        config.error(f"--min-lr {min_lr} is above --lr {lr}", flags=("min_lr", "lr"),
+                     hint=f"use a --min-lr of at most {lr}")
+
+
+def check_scheduler_source(config: Draft) -> None:
+    """The scheduler refuses to both override and reuse the checkpoint's settings (at start-up)."""
+    if config.override_opt_param_scheduler and config.use_checkpoint_opt_param_scheduler:
+        config.warn("--override-opt-param-scheduler and --use-checkpoint-opt-param-scheduler "
+                    "are both set; the scheduler will refuse this when it is built",
+                    flags=("override_opt_param_scheduler", "use_checkpoint_opt_param_scheduler"))
