@@ -3,39 +3,64 @@
 A plugin author needs ``hookimpl``, ``PluginInfo`` / ``Requirement``, the ``Flag`` /
 ``FromEnv`` / ``Computed`` markers and ``Problem``. An entry point needs ``resolve``
 (or ``megaplug.megatron`` for a Megatron-compatible namespace) and ``ConfigError``.
+
+Names are imported on first use, so ``import megaplug`` itself costs almost nothing;
+every training rank pays only for what it touches.
 """
 
-from ._api import load, resolve
-from ._config import Draft, Provenance, Resolved
-from ._errors import ConfigError, PluginError, Problem
-from ._options import Computed, Flag, FromEnv, enum_by_name
-from ._patterns import PatternError, parse_pattern
-from ._plugins import PluginInfo, Requirement
-from ._target import TargetEnvironment
-from ._values import TorchDType
-from .hookspecs import hookimpl
+from __future__ import annotations
+
+import importlib
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "Computed",
-    "ConfigError",
-    "Draft",
-    "Flag",
-    "FromEnv",
-    "PatternError",
-    "PluginError",
-    "PluginInfo",
-    "Problem",
-    "Provenance",
-    "Requirement",
-    "Resolved",
-    "TargetEnvironment",
-    "TorchDType",
-    "__version__",
-    "enum_by_name",
-    "hookimpl",
-    "load",
-    "parse_pattern",
-    "resolve",
-]
+_EXPORTS = {
+    "Computed": "._options",
+    "ConfigError": "._errors",
+    "Draft": "._config",
+    "Flag": "._options",
+    "FromEnv": "._options",
+    "PatternError": "._patterns",
+    "PluginError": "._errors",
+    "PluginInfo": "._plugins",
+    "Problem": "._errors",
+    "Provenance": "._config",
+    "Requirement": "._plugins",
+    "Resolved": "._config",
+    "TargetEnvironment": "._target",
+    "TorchDType": "._values",
+    "enum_by_name": "._options",
+    "hookimpl": ".hookspecs",
+    "load": "._api",
+    "parse_pattern": "._patterns",
+    "resolve": "._api",
+}
+
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'megaplug' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from ._api import load, resolve
+    from ._config import Draft, Provenance, Resolved
+    from ._errors import ConfigError, PluginError, Problem
+    from ._options import Computed, Flag, FromEnv, enum_by_name
+    from ._patterns import PatternError, parse_pattern
+    from ._plugins import PluginInfo, Requirement
+    from ._target import TargetEnvironment
+    from ._values import TorchDType
+    from .hookspecs import hookimpl

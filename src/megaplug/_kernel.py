@@ -74,6 +74,7 @@ class Kernel:
         self.inactive_flags: dict[str, PluginRecord] = {}
         self._type_errors: list[tuple[FlagSpec, str, str]] = []
         self._parser: _Parser | None = None
+        self._snapshot: dict[str, Any] = {}
         self._impls = self._collect_implementations()
         for record in plugins.active():
             self._declare(record, self.table)
@@ -423,6 +424,9 @@ class Kernel:
         for phase in PHASES:
             object.__setattr__(draft, "phase", phase)
             object.__setattr__(draft, "_read_only", phase == "validate")
+            if phase == "validate":
+                # one copy of the mutable values; each plugin's validate is compared to it
+                self._snapshot = _mutable_snapshot(draft._values)
             for record in order:
                 impl = self._impls[phase].get(record.name)
                 if impl is None:
@@ -437,7 +441,7 @@ class Kernel:
     def _run_hook(self, impl: Any, record: PluginRecord, phase: str, draft: Draft,
                   sink: ProblemSink) -> None:
         sink.current_plugin = record.name
-        snapshot = _mutable_snapshot(draft._values) if phase == "validate" else None
+        snapshot = self._snapshot if phase == "validate" else None
         try:
             returned = _invoke(impl, draft)
             if returned is not None:
@@ -456,7 +460,7 @@ class Kernel:
                 sink.error(f"plugin {record.name!r} changed {', '.join(changed)} in validate",
                            flags=changed, hint="validate must only report problems")
                 for key in changed:
-                    draft._values[key] = snapshot[key]
+                    draft._values[key] = copy.deepcopy(snapshot[key])
 
 
 def _invoke(impl: Any, argument: Any) -> Any:

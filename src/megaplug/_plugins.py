@@ -179,12 +179,14 @@ def _split_names(text: str) -> list[str]:
 
 
 def _entry_points() -> list[Any]:
-    from importlib import metadata
+    from ._discovery import entry_points
 
-    return sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+    return entry_points()
 
 
 def _dist_of(entry_point: Any) -> tuple[str | None, str | None]:
+    if hasattr(entry_point, "distribution"):
+        return entry_point.distribution, entry_point.version
     dist = getattr(entry_point, "dist", None)
     if dist is None:
         return None, None

@@ -136,3 +136,32 @@ def test_disabling_autoload_skips_entry_points(fake_entry_points):
     assert plugins.records == {}
     plugins = PluginSet(PluginSelection(autoload=False, load=["core"]), builtins=())
     assert plugins.records["core"].status == "active"
+
+
+def test_entry_point_discovery_is_cached_on_disk(tmp_path, monkeypatch):
+    from megaplug import _discovery
+
+    monkeypatch.setenv("MEGAPLUG_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("MEGAPLUG_NO_CACHE", raising=False)
+    scans = []
+    fake = [_discovery.EntryPointInfo("toy", "toy_module_plugin", "toy-dist", "1.0")]
+    monkeypatch.setattr(_discovery, "scan", lambda: scans.append(1) or fake)
+    _discovery.forget()
+    assert _discovery.entry_points() == fake
+    _discovery.forget()
+    assert _discovery.entry_points() == fake  # second process-equivalent: from the file
+    assert scans == [1]
+    assert len(list(tmp_path.glob("entry-points-*.json"))) == 1
+    # a change on sys.path (an install) changes the fingerprint, so the cache is rebuilt
+    monkeypatch.syspath_prepend(str(tmp_path / "new-site"))
+    (tmp_path / "new-site").mkdir()
+    _discovery.forget()
+    _discovery.entry_points()
+    assert scans == [1, 1]
+    _discovery.forget()
+
+
+def test_cached_entry_point_loads_module_attribute():
+    from megaplug._discovery import EntryPointInfo
+
+    assert EntryPointInfo("x", "toy_plugins:Core", None, None).load().__name__ == "Core"

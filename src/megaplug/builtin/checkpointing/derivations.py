@@ -1,0 +1,101 @@
+"""Early checks and derived values of the checkpointing plugin.
+
+Megatron checks a few combinations before other features change the values involved
+(``--skip-train`` turns on ``--no-load-optim``; ``--freeze-all-layers`` turns off
+``--overlap-param-gather`` and the distributed optimizer; a fake process group turns
+off Gloo). Those checks run here in ``normalize``, on the values as given.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from megaplug import Draft
+
+#: Optimizers whose distributed-optimizer state Megatron can gather with Gloo groups.
+GLOO_GATHERED_OPTIMIZERS = ("sgd", "adam")
+
+
+def check_main_params_need_no_load_optim(config: Draft) -> None:
+    """Main params from the checkpoint replace the optimizer's copy, so it must not load too."""
+    if config.load_main_params_from_ckpt and not config.no_load_optim:
+        config.error("--load-main-params-from-ckpt must be used with --no-load-optim",
+                     flags=("load_main_params_from_ckpt", "no_load_optim"),
+                     hint="add --no-load-optim")
+
+
+def check_params_dump_without_param_gather_overlap(config: Draft) -> None:
+    """Parameter dumps read parameters that an overlapped all-gather may not have filled."""
+    if config.save_params_interval is not None and config.get("overlap_param_gather"):
+        config.error("--save-params-interval cannot be used with --overlap-param-gather",
+                     flags=("save_params_interval", "overlap_param_gather"),
+                     hint="drop --overlap-param-gather while dumping parameters")
+
+
+def check_gloo_free_checkpointing(config: Draft) -> None:
+    """Without Gloo groups the legacy format cannot gather distributed-optimizer state."""
+    if config.get("use_gloo_process_groups", True):
+        return
+    if (config.get("use_distributed_optimizer")
+            and config.get("optimizer", "adam") in GLOO_GATHERED_OPTIMIZERS
+            and config.ckpt_format == "torch"):
+        config.error("--disable-gloo-process-groups with the distributed optimizer needs a "
+                     "distributed checkpoint format, not --ckpt-format torch",
+                     flags=("use_gloo_process_groups", "use_distributed_optimizer", "ckpt_format"),
+                     hint="use --ckpt-format torch_dist, or keep the Gloo process groups")
+    if config.dist_ckpt_optim_fully_reshardable and config.distrib_optim_fully_reshardable_mem_efficient:
+        config.error("--distrib-optim-fully-reshardable-mem-efficient needs Gloo process groups",
+                     flags=("distrib_optim_fully_reshardable_mem_efficient", "use_gloo_process_groups"),
+                     hint="drop --disable-gloo-process-groups or "
+                          "--distrib-optim-fully-reshardable-mem-efficient")
+
+
+def derive_exit_on_missing_checkpoint(config: Draft) -> None:
+    """A conversion run has nothing to do without a checkpoint to convert."""
+    if config.ckpt_convert_format is not None and not config.exit_on_missing_checkpoint:
+        config.set("exit_on_missing_checkpoint", True, reason="converting a checkpoint",
+                   inputs=("ckpt_convert_format",))
+
+
+def derive_use_dist_ckpt(config: Draft) -> None:
+    """Every format except the legacy ``torch`` one is a distributed checkpoint."""
+    config.set("use_dist_ckpt", config.ckpt_format != "torch", inputs=("ckpt_format",))
+
+
+def derive_async_save(config: Draft) -> None:
+    """Asynchronous distributed saves need the persistent worker; without it save synchronously."""
+    if config.use_dist_ckpt and config.async_save and not config.use_persistent_ckpt_worker:
+        config.warn("--async-save needs --use-persistent-ckpt-worker; saving synchronously",
+                    flags=("async_save", "use_persistent_ckpt_worker"))
+        config.set("async_save", False, reason="no persistent checkpoint worker",
+                   inputs=("async_save", "use_persistent_ckpt_worker"))
+
+
+def derive_skip_train_no_load_optim(config: Draft) -> None:
+    """Evaluation-only runs have no use for the optimizer state."""
+    if config.get("skip_train") and not config.no_load_optim:
+        config.warn("--skip-train turns on --no-load-optim", flags=("no_load_optim",))
+        config.set("no_load_optim", True, reason="training is skipped", inputs=("skip_train",))
+
+
+def derive_replication_jump(config: Draft) -> None:
+    """A replication jump means nothing without replication; drop it."""
+    if not config.replication and config.replication_jump:
+        config.warn("--replication-jump is ignored without --replication",
+                    flags=("replication_jump", "replication"))
+        config.set("replication_jump", None, reason="replication is off", inputs=("replication",))
+
+
+EARLY_CHECKS: tuple[Callable[[Draft], None], ...] = (
+    check_main_params_need_no_load_optim,
+    check_params_dump_without_param_gather_overlap,
+    check_gloo_free_checkpointing,
+)
+
+DERIVATIONS: tuple[Callable[[Draft], None], ...] = (
+    derive_exit_on_missing_checkpoint,
+    derive_use_dist_ckpt,
+    derive_async_save,
+    derive_skip_train_no_load_optim,
+    derive_replication_jump,
+)

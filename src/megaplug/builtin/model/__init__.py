@@ -1,0 +1,56 @@
+"""The ``model`` plugin: what the network looks like.
+
+Declares the network-size, attention, position-embedding, activation, normalization,
+multi-token-prediction, vision, biencoder, heterogeneous-layer and wide-residual flags.
+Derives the layer counts, ``ffn_hidden_size`` and ``kv_channels`` (other plugins read
+them, e.g. ``moe`` sizes experts from ``ffn_hidden_size``), maps the deprecated rotary
+flag to ``--position-embedding-type rope``, and checks the model's consistency.
+
+The ``experimental`` plugin runs first: it derives ``num_layers`` and ``mtp_num_layers``
+from ``--hybrid-layer-pattern``, which this plugin then treats like given values.
+"""
+
+from __future__ import annotations
+
+from megaplug import Draft, PluginInfo, hookimpl
+
+from .checks import CHECKS
+from .derivations import DERIVATIONS
+from .heterogeneous import check_against_heterogeneous_config, load_heterogeneous_config
+from .options import ModelOptions
+from .types import AttnBackend
+
+megaplug_plugin = PluginInfo(
+    name="model",
+    description="Network shape, attention, position embeddings, activations and norms.",
+)
+
+
+@hookimpl
+def add_args(flags) -> None:  # type: ignore[no-untyped-def]
+    """Declare every model flag."""
+    flags.add_options(ModelOptions)
+
+
+@hookimpl
+def normalize(config: Draft) -> None:
+    """Read a heterogeneous layer config and compare it with the flags as given."""
+    load_heterogeneous_config(config)
+    check_against_heterogeneous_config(config)
+
+
+@hookimpl
+def derive(config: Draft) -> None:
+    """Fill layer counts, MLP width and head size; apply the deprecated rotary flag."""
+    for step in DERIVATIONS:
+        step(config)
+
+
+@hookimpl
+def validate(config: Draft) -> None:
+    """Report every model problem."""
+    for check in CHECKS:
+        check(config)
+
+
+__all__ = ["AttnBackend", "ModelOptions", "megaplug_plugin"]

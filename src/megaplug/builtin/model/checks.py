@@ -1,0 +1,129 @@
+"""Checks of the model plugin: each a small function that reports through ``config.error``."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from megaplug import Draft
+
+from .types import AttnBackend
+
+#: Position embeddings that carry position ids, which multi-token prediction needs.
+MTP_POSITION_TYPES = ("learned_absolute", "rope", "mrope", "none")
+QK_CLIP_MIN_TE = "2.9.0"
+
+
+def check_required_shape(config: Draft) -> None:
+    """The model's width, head count and position range have no defaults."""
+    for dest, example in (("hidden_size", "1024"), ("num_attention_heads", "16"),
+                          ("max_position_embeddings", "a value >= --seq-length")):
+        if config[dest] is None:
+            config.error(f"{config.spelling(dest)} is required", flags=(dest,),
+                         hint=f"add {config.spelling(dest)} {example}")
+
+
+def check_positions_cover_sequence(config: Draft) -> None:
+    """Position embeddings must reach the longest encoder and decoder sequence."""
+    limit = config.max_position_embeddings
+    if limit is None:
+        return
+    for dest in ("seq_length", "decoder_seq_length"):
+        length = config.get(dest)
+        if length is not None and limit < length:
+            spelled = config.spelling(dest)
+            config.error(
+                f"--max-position-embeddings {limit} is smaller than {spelled} {length}",
+                flags=("max_position_embeddings", dest),
+                hint=f"raise --max-position-embeddings to at least {length}, or shorten {spelled}")
+
+
+def check_fp32_residual_needs_half_precision(config: Draft) -> None:
+    """An fp32 residual stream only makes sense when the rest runs in fp16 or bf16."""
+    if config.fp32_residual_connection and not (config.get("fp16") or config.get("bf16")):
+        config.error("--fp32-residual-connection needs --fp16 or --bf16",
+                     flags=("fp32_residual_connection",),
+                     hint="add --bf16 (or --fp16), or drop --fp32-residual-connection")
+
+
+def check_qk_clip(config: Draft) -> None:
+    """QK-clip needs a recent Transformer Engine and sensible alpha and threshold."""
+    if not config.qk_clip:
+        return
+    problem = config.env.requirement_problem("transformer_engine", QK_CLIP_MIN_TE)
+    if problem:
+        config.error(f"--qk-clip {problem}", flags=("qk_clip",),
+                     hint=f"install Transformer Engine {QK_CLIP_MIN_TE} or later, or drop --qk-clip")
+    if not 0.0 < config.qk_clip_alpha < 1.0:
+        config.error(f"--qk-clip-alpha {config.qk_clip_alpha} must lie strictly between 0 and 1",
+                     flags=("qk_clip_alpha", "qk_clip"), hint="use e.g. --qk-clip-alpha 0.5")
+    if not config.qk_clip_threshold > 0:
+        config.error(f"--qk-clip-threshold {config.qk_clip_threshold} must be positive",
+                     flags=("qk_clip_threshold", "qk_clip"), hint="use e.g. --qk-clip-threshold 100")
+
+
+def check_no_position_embedding(config: Draft) -> None:
+    """The deprecated ``--no-position-embedding`` is only accepted alongside rotary embeddings."""
+    if not config.add_position_embedding and config.position_embedding_type != "rope":
+        config.error("--no-position-embedding is deprecated",
+                     flags=("add_position_embedding", "position_embedding_type"),
+                     hint="use --position-embedding-type none (or rope) instead")
+
+
+def check_relative_needs_transformer_engine(config: Draft) -> None:
+    """Relative position embeddings are an attention bias only Transformer Engine supports."""
+    impl = config.transformer_impl
+    if config.position_embedding_type == "relative" and impl != "transformer_engine":
+        config.error(f"--position-embedding-type relative is not supported with "
+                     f"--transformer-impl {impl}",
+                     flags=("position_embedding_type", "transformer_impl"),
+                     hint="use --transformer-impl transformer_engine")
+
+
+def check_mrope_section(config: Draft) -> None:
+    """Multimodal RoPE needs to know how to split rotary dimensions among axes."""
+    if config.position_embedding_type == "mrope" and config.mrope_section is None:
+        config.error("--mrope-section should be set when using --position-embedding-type mrope",
+                     flags=("mrope_section", "position_embedding_type"),
+                     hint="add --mrope-section with one count per axis, e.g. --mrope-section 16 24 24")
+
+
+def check_mtp_position_embedding(config: Draft) -> None:
+    """Multi-token prediction shifts position ids, so embeddings must be position-id based."""
+    kind = config.position_embedding_type
+    if config.mtp_num_layers and kind not in MTP_POSITION_TYPES:
+        config.error(f"multi-token prediction is not supported with --position-embedding-type {kind}",
+                     flags=("mtp_num_layers", "position_embedding_type"),
+                     hint=f"use one of {', '.join(MTP_POSITION_TYPES)}, or drop --mtp-num-layers")
+
+
+def check_local_attention_backend(config: Draft) -> None:
+    """The ``local`` attention backend exists only in the local layer spec."""
+    if config.attention_backend is not AttnBackend.local:
+        return
+    spec = config.get("spec")
+    if not spec or spec[0] != "local":
+        config.error("--attention-backend local is only supported with --spec local",
+                     flags=("attention_backend",),
+                     hint="add --spec local, or choose another --attention-backend")
+
+
+def check_wide_residual_without_yaml(config: Draft) -> None:
+    """A YAML model config replaces the command-line model flags, wide residuals included."""
+    if config.wide_residual_num_streams is not None and config.get("yaml_cfg") is not None:
+        config.error("--wide-residual cannot be combined with --yaml-cfg",
+                     flags=("wide_residual_num_streams", "yaml_cfg"),
+                     hint="configure wide residuals in the YAML file instead")
+
+
+CHECKS: tuple[Callable[[Draft], None], ...] = (
+    check_required_shape,
+    check_positions_cover_sequence,
+    check_fp32_residual_needs_half_precision,
+    check_qk_clip,
+    check_no_position_embedding,
+    check_relative_needs_transformer_engine,
+    check_mrope_section,
+    check_mtp_position_embedding,
+    check_local_attention_backend,
+    check_wide_residual_without_yaml,
+)

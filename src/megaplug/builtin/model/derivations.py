@@ -1,0 +1,134 @@
+"""Values the model plugin computes, in the order Megatron's ``validate_args`` does.
+
+Each step is a small function of the draft. A few checks live here rather than in
+``checks.py`` because Megatron makes them before a later step changes a value they read
+(the hybrid MTP check sees ``--position-embedding-type`` before the deprecated
+``--use-rotary-position-embeddings`` rewrites it).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from megaplug import Draft
+
+#: Position embeddings MTP supports in a hybrid (``--hybrid-layer-pattern``) model.
+HYBRID_MTP_POSITION_TYPES = ("rope", "none")
+
+
+def check_hybrid_mtp_position_embedding(config: Draft) -> None:
+    """Hybrid models with MTP layers need rotary or no position embeddings."""
+    if config.get("hybrid_layer_pattern") is None or not config.mtp_num_layers:
+        return
+    kind = config.position_embedding_type
+    if kind not in HYBRID_MTP_POSITION_TYPES:
+        config.error(
+            f"multi-token prediction in a hybrid model does not support "
+            f"--position-embedding-type {kind}",
+            flags=("position_embedding_type", "mtp_num_layers", "hybrid_layer_pattern"),
+            hint="use --position-embedding-type rope or none, or drop the MTP layers")
+
+
+def derive_layer_counts(config: Draft) -> None:
+    """``--num-layers`` and ``--encoder-num-layers`` name the same count; fill the missing one."""
+    num_layers, encoder = config.num_layers, config.encoder_num_layers
+    if num_layers is not None:
+        if encoder is not None:
+            config.error(
+                f"--num-layers {num_layers} and --encoder-num-layers {encoder} cannot both be given",
+                flags=("num_layers", "encoder_num_layers"),
+                hint="give the layer count once, with --num-layers")
+            return
+        if encoder != num_layers:
+            config.set("encoder_num_layers", num_layers, reason="same as the layer count",
+                       inputs=("num_layers",))
+        return
+    if encoder is None:
+        config.error("the number of layers is not set",
+                     flags=("num_layers", "encoder_num_layers"),
+                     hint="add --num-layers N (or --encoder-num-layers N for encoder-decoder models)")
+        return
+    config.set("num_layers", encoder, reason="taken from --encoder-num-layers",
+               inputs=("encoder_num_layers",))
+
+
+def swiglu_ffn_hidden_size(hidden_size: int) -> int:
+    """SwiGLU's MLP has two input projections, so its width is 2/3 of 4h, rounded down to 64."""
+    return int((4 * hidden_size * 2 / 3) / 64) * 64
+
+
+def derive_ffn_hidden_size(config: Draft) -> None:
+    """Default the MLP width to 4h, or the SwiGLU rule when ``--swiglu`` is on."""
+    hidden = config.hidden_size
+    if config.ffn_hidden_size is not None or hidden is None:
+        return
+    if config.swiglu:
+        config.set("ffn_hidden_size", swiglu_ffn_hidden_size(hidden),
+                   reason="2/3 of 4 x hidden size, a multiple of 64, for SwiGLU",
+                   inputs=("hidden_size", "swiglu"))
+    else:
+        config.set("ffn_hidden_size", 4 * hidden, reason="4 x hidden size",
+                   inputs=("hidden_size",))
+
+
+def derive_kv_channels(config: Draft) -> None:
+    """Default the head size to hidden size / heads, which must divide evenly."""
+    hidden, heads = config.hidden_size, config.num_attention_heads
+    if config.kv_channels is not None or hidden is None or heads is None:
+        return
+    if heads <= 0 or hidden % heads:
+        divisors = [n for n in range(1, min(hidden, 128) + 1) if hidden % n == 0]
+        config.error(
+            f"--hidden-size {hidden} is not divisible by --num-attention-heads {heads}",
+            flags=("hidden_size", "num_attention_heads"),
+            hint=f"use a head count that divides {hidden} (e.g. {', '.join(map(str, divisors[-4:]))}), "
+                 "or set --kv-channels explicitly")
+        return
+    config.set("kv_channels", hidden // heads, reason="hidden size / attention heads",
+               inputs=("hidden_size", "num_attention_heads"))
+
+
+def derive_biases(config: Draft) -> None:
+    """Without linear biases there is no bias to fuse; with them the QKV bias is on too."""
+    if not config.add_bias_linear:
+        _set_foreign(config, "bias_gelu_fusion", False, "no linear biases (--disable-bias-linear)",
+                     ("add_bias_linear",))
+    elif not config.add_qkv_bias:
+        config.set("add_qkv_bias", True, reason="linear layers have biases",
+                   inputs=("add_bias_linear",))
+
+
+def derive_rotary(config: Draft) -> None:
+    """Map the deprecated rotary flag to ``rope``; RoPE fusion needs rotary embeddings."""
+    if config.use_rotary_position_embeddings and config.position_embedding_type != "rope":
+        config.set("position_embedding_type", "rope",
+                   reason="--use-rotary-position-embeddings is the old spelling",
+                   inputs=("use_rotary_position_embeddings",))
+    if config.position_embedding_type != "rope":
+        _set_foreign(config, "apply_rope_fusion", False, "no rotary position embeddings",
+                     ("position_embedding_type",))
+
+
+def derive_softmax_precision(config: Draft) -> None:
+    """Query-key layer scaling only works with the attention softmax in fp32."""
+    if config.apply_query_key_layer_scaling:
+        _set_foreign(config, "attention_softmax_in_fp32", True,
+                     "required by --apply-query-key-layer-scaling",
+                     ("apply_query_key_layer_scaling",))
+
+
+def _set_foreign(config: Draft, dest: str, value: Any, reason: str, inputs: tuple[str, ...]) -> None:
+    """Set a setting another plugin declares, when that plugin is installed."""
+    if dest in config and config[dest] != value:
+        config.set(dest, value, reason=reason, inputs=inputs)
+
+
+DERIVATIONS: tuple[Callable[[Draft], None], ...] = (
+    check_hybrid_mtp_position_embedding,
+    derive_layer_counts,
+    derive_ffn_hidden_size,
+    derive_kv_channels,
+    derive_biases,
+    derive_rotary,
+    derive_softmax_precision,
+)

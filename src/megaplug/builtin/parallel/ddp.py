@@ -1,0 +1,171 @@
+"""Data-parallel training: gradient reduction and parameter gather overlap, the distributed
+optimizer, Gloo process groups and the fake process group."""
+
+from __future__ import annotations
+
+from megaplug import Draft
+
+
+def _sharded_optimizer(config: Draft) -> bool:
+    """Whether parameters are gathered after the step (distributed optimizer, Megatron-FSDP,
+    or the distributed Muon optimizer)."""
+    return bool(config.use_distributed_optimizer or config.get("use_megatron_fsdp")
+                or config.get("optimizer") == "dist_muon")
+
+
+def check_overlap_param_gather(config: Draft) -> None:
+    """Overlapping the parameter all-gather needs sharded parameters and overlapped reduction."""
+    if not config.overlap_param_gather:
+        return
+    if not _sharded_optimizer(config):
+        config.error("--overlap-param-gather needs sharded parameters: --use-distributed-optimizer,"
+                     " --use-megatron-fsdp or --optimizer dist_muon",
+                     flags=("overlap_param_gather", "use_distributed_optimizer"),
+                     hint="add --use-distributed-optimizer, or drop --overlap-param-gather")
+    if not config.overlap_grad_reduce:
+        config.error("--overlap-param-gather needs --overlap-grad-reduce",
+                     flags=("overlap_param_gather", "overlap_grad_reduce"),
+                     hint="add --overlap-grad-reduce")
+
+
+def check_overlap_param_gather_with_optimizer_step(config: Draft) -> None:
+    """Overlapping the first bucket's gather with the step has narrow prerequisites."""
+    if not config.overlap_param_gather_with_optimizer_step:
+        return
+    flag = "overlap_param_gather_with_optimizer_step"
+    requirements = (
+        (config.use_distributed_optimizer, "use_distributed_optimizer",
+         "--use-distributed-optimizer"),
+        (config.overlap_param_gather, "overlap_param_gather", "--overlap-param-gather"),
+        (config.virtual_pipeline_model_parallel_size is not None,
+         "num_layers_per_virtual_pipeline_stage",
+         "the interleaved pipeline schedule (virtual pipeline stages)"),
+        (not config.get("use_dist_ckpt", False), "ckpt_format",
+         "a non-distributed checkpoint format (--ckpt-format torch)"),
+    )
+    for satisfied, other, wanted in requirements:
+        if not satisfied:
+            config.error(f"--overlap-param-gather-with-optimizer-step needs {wanted}",
+                         flags=(flag, other),
+                         hint=f"use {wanted}, or drop --overlap-param-gather-with-optimizer-step")
+
+
+def check_distributed_optimizer_instances(config: Draft) -> None:
+    """Several optimizer instances shard over equal parts of the data-parallel group."""
+    instances = config.num_distributed_optimizer_instances
+    if instances < 1:
+        config.error(f"--num-distributed-optimizer-instances is {instances}; it must be at least 1",
+                     flags=("num_distributed_optimizer_instances",), hint="use 1 for one instance")
+        return
+    if instances == 1:
+        return
+    if not config.use_distributed_optimizer:
+        config.error(f"--num-distributed-optimizer-instances {instances} needs "
+                     "--use-distributed-optimizer",
+                     flags=("num_distributed_optimizer_instances", "use_distributed_optimizer"),
+                     hint="add --use-distributed-optimizer")
+    dp = config.data_parallel_size
+    if dp is not None and dp % instances:
+        config.error(f"data-parallel size {dp} is not divisible by "
+                     f"--num-distributed-optimizer-instances {instances}",
+                     flags=("num_distributed_optimizer_instances",),
+                     hint="use a number of instances that divides the data-parallel size")
+
+
+def _gloo_disabled_by_user(config: Draft) -> bool:
+    """Gloo groups as the user chose, before a fake process group turned them off."""
+    if config.fake_process_group:
+        return config.given("use_gloo_process_groups")
+    return not config.use_gloo_process_groups
+
+
+def check_gloo_requirements(config: Draft) -> None:
+    """Without Gloo groups, features that gather state on the CPU are unavailable."""
+    if not _gloo_disabled_by_user(config):
+        return
+    if (config.use_distributed_optimizer and config.get("optimizer") in ("sgd", "adam")
+            and config.get("use_dist_ckpt") is False):
+        config.error("--disable-gloo-process-groups with --use-distributed-optimizer needs a "
+                     "distributed checkpoint format: the legacy format gathers optimizer state "
+                     "over Gloo",
+                     flags=("use_gloo_process_groups", "use_distributed_optimizer", "ckpt_format"),
+                     hint="use --ckpt-format torch_dist, or keep Gloo process groups")
+    if (config.get("dist_ckpt_optim_fully_reshardable")
+            and config.get("distrib_optim_fully_reshardable_mem_efficient")):
+        config.error("--distrib-optim-fully-reshardable-mem-efficient needs Gloo process groups",
+                     flags=("distrib_optim_fully_reshardable_mem_efficient",
+                            "use_gloo_process_groups"),
+                     hint="drop --disable-gloo-process-groups or the memory-efficient mode")
+
+
+def derive_fake_process_group(config: Draft) -> None:
+    """A fake process group cannot check for NaNs across ranks or host Gloo groups."""
+    if not config.fake_process_group:
+        return
+    if config.get("check_for_nan_in_loss_and_grad"):
+        config.warn("turning off the NaN check in loss and gradients for the fake process group",
+                    flags=("fake_process_group", "check_for_nan_in_loss_and_grad"))
+        config.set("check_for_nan_in_loss_and_grad", False, inputs=("fake_process_group",))
+    if config.use_gloo_process_groups:
+        config.warn("turning off Gloo process groups for the fake process group",
+                    flags=("fake_process_group", "use_gloo_process_groups"))
+        config.set("use_gloo_process_groups", False, inputs=("fake_process_group",))
+
+
+def check_fake_process_group(config: Draft) -> None:
+    """The flex token dispatcher needs real communication."""
+    if config.fake_process_group and config.get("moe_token_dispatcher_type") == "flex":
+        config.error("--fake-process-group does not work with --moe-token-dispatcher-type flex",
+                     flags=("fake_process_group", "moe_token_dispatcher_type"),
+                     hint="use the alltoall or allgather dispatcher with a fake process group")
+
+
+def _enum_name(value: object) -> str:
+    return str(getattr(value, "name", value))
+
+
+def check_delay_wgrad_compute(config: Draft) -> None:
+    """Delayed weight-gradient computation is a Transformer Engine feature with version floors."""
+    if not config.delay_wgrad_compute:
+        return
+    if config.get("transformer_impl", "transformer_engine") != "transformer_engine":
+        config.error("--delay-wgrad-compute needs --transformer-impl transformer_engine",
+                     flags=("delay_wgrad_compute", "transformer_impl"),
+                     hint="use the Transformer Engine implementation or drop the flag")
+    _require_te(config, config.overlap_grad_reduce, "2.8.0", "with --overlap-grad-reduce",
+                ("delay_wgrad_compute", "overlap_grad_reduce"))
+    if not config.get("gradient_accumulation_fusion", True):
+        _require_te(config, True, "2.7.0", "without gradient accumulation fusion",
+                    ("delay_wgrad_compute", "gradient_accumulation_fusion"))
+    _check_delay_wgrad_cuda_graphs(config)
+
+
+def _require_te(config: Draft, needed: bool, version: str, when: str,
+                flags: tuple[str, ...]) -> None:
+    problem = config.env.requirement_problem("transformer_engine", version) if needed else None
+    if problem:
+        config.error(f"--delay-wgrad-compute {when} {problem}", flags=flags,
+                     hint=f"upgrade Transformer Engine to {version} or later")
+
+
+def _check_delay_wgrad_cuda_graphs(config: Draft) -> None:
+    modules = {_enum_name(m) for m in config.get("cuda_graph_modules") or []}
+    moe_router_graphed = ("moe_router" in modules
+                          and config.get("moe_shared_expert_intermediate_size") is not None
+                          and not config.get("moe_shared_expert_overlap"))
+    if not ("attn" in modules or moe_router_graphed):
+        return
+    flags = ("delay_wgrad_compute", "cuda_graph_modules")
+    problem = config.env.requirement_problem("transformer_engine", "2.12.0")
+    if problem:
+        config.error(f"CUDA graphs with --delay-wgrad-compute {problem}", flags=flags,
+                     hint="upgrade Transformer Engine to 2.12.0 or later")
+    if not config.get("gradient_accumulation_fusion", True):
+        config.error("CUDA graphs with --delay-wgrad-compute need gradient accumulation fusion "
+                     "(its static buffers are what graphs can capture)",
+                     flags=(*flags, "gradient_accumulation_fusion"),
+                     hint="drop --no-gradient-accumulation-fusion")
+    if "attn" in modules and (config.get("add_bias_linear") or config.get("add_qkv_bias")):
+        config.error("CUDA graphs of attention with --delay-wgrad-compute do not support "
+                     "attention biases", flags=(*flags, "add_bias_linear", "add_qkv_bias"),
+                     hint="add --disable-bias-linear, or leave attn out of --cuda-graph-modules")

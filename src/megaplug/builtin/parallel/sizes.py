@@ -1,0 +1,134 @@
+"""World size, rank and the model-parallel sizes, and the data-parallel size they leave."""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+from megaplug import Draft
+
+#: The model-parallel sizes a user sets; each must be a positive integer.
+SIZE_FLAGS = ("tensor_model_parallel_size", "pipeline_model_parallel_size",
+              "context_parallel_size")
+
+
+#: Set (without a flag) when GTP ranks also split the sequence; GTP folds it into CP.
+SEQUENCE_SHARDS = "tensor_parallel_num_sequence_shards"
+
+
+def _divisors(number: int) -> list[int]:
+    return [d for d in range(1, number + 1) if number % d == 0]
+
+
+def _shown(values: list[int]) -> str:
+    shown = ", ".join(str(v) for v in values[:-1])
+    return f"{shown} or {values[-1]}" if shown else str(values[-1])
+
+
+def sizes_are_usable(config: Draft) -> bool:
+    """Whether world size and every model-parallel size are positive (arithmetic is safe)."""
+    return config.world_size >= 1 and all(config[name] >= 1 for name in SIZE_FLAGS)
+
+
+def user_context_parallel_size(config: Draft) -> int:
+    """Context-parallel size as given, before GTP folded its sequence shards into it.
+
+    Those shards split the sequence inside ranks already counted by the GTP weight-shard
+    factor, so they must not count twice in the size of one model replica.
+    """
+    size = config.context_parallel_size
+    record = config.source("context_parallel_size")
+    if record is None or SEQUENCE_SHARDS not in record.inputs:
+        return size
+    shards, tp = config.get(SEQUENCE_SHARDS), config.tensor_model_parallel_size
+    folded = shards // tp if shards and tp >= 1 else 1
+    return size // folded if folded > 1 and size % folded == 0 else size
+
+
+def total_model_size(config: Draft) -> int:
+    """Ranks one model replica occupies: TP x PP x CP x GTP weight shards."""
+    return (config.tensor_model_parallel_size * config.pipeline_model_parallel_size
+            * user_context_parallel_size(config)
+            * (config.get("gtp_weight_remat_size", 1) or 1))
+
+
+def derive_parallel_sizes(config: Draft) -> None:
+    """Set the transformer pipeline size and the data-parallel size."""
+    config.set("transformer_pipeline_model_parallel_size", config.pipeline_model_parallel_size,
+               inputs=("pipeline_model_parallel_size",))
+    if not sizes_are_usable(config):
+        return
+    config.set("data_parallel_size", config.world_size // total_model_size(config),
+               inputs=("world_size", *SIZE_FLAGS),
+               reason="world size divided by the ranks of one model replica")
+
+
+def check_process_identity(config: Draft) -> None:
+    """WORLD_SIZE must be positive and RANK must lie in [0, WORLD_SIZE)."""
+    world, rank = config.world_size, config.rank
+    if world < 1:
+        config.error(f"WORLD_SIZE is {world}; a job needs at least one process",
+                     flags=("WORLD_SIZE",), hint="set WORLD_SIZE to the number of processes")
+    if rank < 0:
+        config.error(f"RANK is {rank}; ranks start at 0", flags=("RANK",),
+                     hint="set RANK to this process's index, from 0 to WORLD_SIZE - 1")
+    elif world >= 1 and rank >= world:
+        config.error(f"RANK {rank} is not below WORLD_SIZE {world}", flags=("RANK", "WORLD_SIZE"),
+                     hint=f"ranks run from 0 to {world - 1}; check the launcher's environment")
+
+
+def check_positive_sizes(config: Draft) -> None:
+    """Every model-parallel size is at least 1."""
+    for name in SIZE_FLAGS:
+        value = config[name]
+        if value < 1:
+            config.error(f"{config.spelling(name)} is {value}; it must be at least 1",
+                         flags=(name,), hint="use 1 to turn this kind of parallelism off")
+
+
+def check_world_size_divisible(config: Draft) -> None:
+    """The world must hold a whole number of model replicas."""
+    if not sizes_are_usable(config):
+        return
+    world, total = config.world_size, total_model_size(config)
+    if world % total == 0:
+        return
+    parts = (f"TP {config.tensor_model_parallel_size} x PP {config.pipeline_model_parallel_size}"
+             f" x CP {user_context_parallel_size(config)}")
+    gtp = config.get("gtp_weight_remat_size", 1) or 1
+    if gtp > 1:
+        parts += f" x GTP weight shards {gtp}"
+    config.error(
+        f"world size {world} is not divisible by the model-parallel size {total} ({parts})",
+        flags=("WORLD_SIZE", *SIZE_FLAGS),
+        hint=f"launch a multiple of {total} processes, or choose sizes whose product divides "
+             f"{world}: {_shown(_divisors(world))}")
+
+
+def check_hierarchical_context_parallel(config: Draft) -> None:
+    """Hierarchical CP sizes multiply to the CP size; a2a+p2p needs them."""
+    sizes: Optional[list[int]] = config.hierarchical_context_parallel_sizes
+    cp = config.context_parallel_size
+    if sizes:
+        product = math.prod(sizes)
+        if product != cp:
+            config.error(
+                f"--hierarchical-context-parallel-sizes {' '.join(map(str, sizes))} multiply to "
+                f"{product}, not to the context-parallel size {cp}",
+                flags=("hierarchical_context_parallel_sizes", "context_parallel_size"),
+                hint=f"give sizes whose product is {cp}")
+    if "a2a+p2p" in (config.cp_comm_type or []) and sizes is None:
+        config.error("--cp-comm-type a2a+p2p needs --hierarchical-context-parallel-sizes",
+                     flags=("cp_comm_type", "hierarchical_context_parallel_sizes"),
+                     hint="set the a2a and p2p group sizes, e.g. "
+                          "--hierarchical-context-parallel-sizes 2 4 for a context-parallel "
+                          "size of 8")
+
+
+def retire_model_parallel_size(config: Draft) -> None:
+    """``--model-parallel-size`` is retired: reject a value and drop the setting."""
+    if config.model_parallel_size is not None:
+        config.error(f"--model-parallel-size {config.model_parallel_size} is no longer supported",
+                     flags=("model_parallel_size",),
+                     hint="use --tensor-model-parallel-size instead")
+    config.discard("model_parallel_size")
