@@ -71,6 +71,13 @@ def derive_async_save(config: Draft) -> None:
                    inputs=("async_save", "use_persistent_ckpt_worker"))
 
 
+def derive_async_strategy(config: Draft) -> None:
+    """The nvrx strategy only serves asynchronous saves; synchronous runs report ``mcore``."""
+    if not config.async_save and config.async_strategy == "nvrx":
+        config.set("async_strategy", "mcore", reason="checkpoints are saved synchronously",
+                   inputs=("async_save",))
+
+
 def derive_skip_train_no_load_optim(config: Draft) -> None:
     """Evaluation-only runs have no use for the optimizer state."""
     if config.get("skip_train") and not config.no_load_optim:
@@ -96,6 +103,7 @@ DERIVATIONS: tuple[Callable[[Draft], None], ...] = (
     derive_exit_on_missing_checkpoint,
     derive_use_dist_ckpt,
     derive_async_save,
+    derive_async_strategy,
     derive_skip_train_no_load_optim,
     derive_replication_jump,
 )
