@@ -1,0 +1,69 @@
+"""The experimental plugin's settings: model specs, hybrid layer patterns, YAML configs, the
+precision-aware optimizer and Triton autotuning."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence, Union
+
+from typing_extensions import Annotated
+
+from megaplug import Flag, TorchDType
+
+#: A dtype setting: its CLI name until the plugin maps it to a torch dtype.
+DTypeSetting = Union[str, TorchDType]
+
+
+def parse_block_size(text: str) -> tuple[str, int]:
+    """``'BLOCK_M=64'`` -> ``('BLOCK_M', 64)``; the name starts with BLOCK, the size is > 0."""
+    name, separator, size = text.partition("=")
+    if separator and name.startswith("BLOCK") and name.isidentifier():
+        try:
+            value = int(size)
+        except ValueError:
+            value = 0
+        if value > 0:
+            return name, value
+    raise ValueError("expected BLOCK_NAME=positive_integer, e.g. BLOCK_SIZE=128")
+
+
+parse_block_size.__name__ = "block size"
+
+
+@dataclass
+class ExperimentalOptions:
+    """Every setting the experimental plugin declares."""
+
+    enable_experimental: Annotated[bool, Flag(
+        help="Turn on features that are still experimental.")] = False
+    spec: Annotated[Optional[list[str]], Flag(
+        nargs="*", help="Module and function returning the layer spec to build the model from "
+                        "('local' selects the local implementation).")] = None
+    hybrid_layer_pattern: Annotated[Optional[str], Flag(
+        help="One symbol per layer of a hybrid model (M Mamba, G gated delta net, * attention, "
+             "D sparse attention, - MLP, E experts); '|' splits pipeline segments and '/' "
+             "appends MTP depths, e.g. 'M-M*-|M-M*-/MM/MM'.")] = None
+    hybrid_override_pattern: Annotated[Optional[str], Flag(
+        help="Deprecated spelling of --hybrid-layer-pattern.")] = None
+    yaml_cfg: Annotated[Optional[str], Flag(
+        help="Megatron YAML model configuration (not supported; use --config).")] = None
+
+    use_precision_aware_optimizer: Annotated[bool, Flag(
+        help="Use Transformer Engine's precision-aware optimizer, which may keep main "
+             "parameters and optimizer states in lower precision.")] = False
+    main_grads_dtype: Annotated[DTypeSetting, Flag(
+        choices=("fp32", "bf16"), help="dtype of the main gradients.")] = "fp32"
+    main_params_dtype: Annotated[DTypeSetting, Flag(
+        choices=("fp32", "fp16"),
+        help="dtype of the main parameters (precision-aware optimizer).")] = "fp32"
+    exp_avg_dtype: Annotated[DTypeSetting, Flag(
+        choices=("fp32", "fp16", "bf16", "fp8"),
+        help="Storage dtype of Adam's first moment (precision-aware optimizer).")] = "fp32"
+    exp_avg_sq_dtype: Annotated[DTypeSetting, Flag(
+        choices=("fp32", "fp16", "bf16", "fp8"),
+        help="Storage dtype of Adam's second moment (precision-aware optimizer).")] = "fp32"
+
+    triton_autotune_block_sizes: Annotated[Sequence[tuple[str, int]], Flag(
+        type=parse_block_size, nargs="+", metavar="BLOCK_NAME=VALUE",
+        help="Triton block sizes to use when no tuned entry applies, e.g. BLOCK_SIZE=128 "
+             "BLOCK_M=64.")] = ()
