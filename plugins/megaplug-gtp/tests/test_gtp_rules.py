@@ -107,17 +107,6 @@ def test_high_priority_streams_on_blackwell(resolve):
     assert resolve(capability=(10, 0)).high_priority_stream_groups == []
 
 
-def test_fp32_reduce_scatter_dropped_when_grads_are_fp32(resolve):
-    flag = "--gtp-remat-reduce-scatter-with-fp32-accumulation"
-    assert resolve(*GTP, flag).gtp_remat_reduce_scatter_with_fp32_accumulation is True
-    r = resolve(*GTP, flag, "--accumulate-allreduce-grads-in-fp32")
-    assert r.gtp_remat_reduce_scatter_with_fp32_accumulation is False
-    assert any(flag in w.message for w in r.warnings)
-    assert resolve(*GTP, flag, "--bf16").gtp_remat_reduce_scatter_with_fp32_accumulation is False
-    r = resolve(*GTP, flag, "--bf16", "--grad-reduce-in-bf16")
-    assert r.gtp_remat_reduce_scatter_with_fp32_accumulation is True
-
-
 def test_nccl_proto_simple_warns(resolve):
     r = resolve(*GTP, env={"NCCL_PROTO": "Simple"})
     assert any("NCCL_PROTO" in w.message for w in r.warnings)

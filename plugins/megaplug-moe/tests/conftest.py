@@ -15,12 +15,23 @@ FOREIGN_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--context-parallel-size",), {"type": int, "default": 1}),
     (("--use-torch-fsdp2",), {"action": "store_true"}),
     (("--use-megatron-fsdp",), {"action": "store_true"}),
-    (("--fake-process-group",), {"action": "store_true"}),
     (("--cuda-graph-impl",), {"type": str, "default": "none"}),
-    (("--save",), {"type": str, "default": None}),
-    (("--no-load-optim",), {"action": "store_true", "default": None}),
-    (("--no-load-rng",), {"action": "store_true", "default": None}),
+    (("--inference-cuda-graph-scope",), {"type": str, "default": "none"}),
+    # settings of the seed's newer Megatron that no plugin declares yet
+    (("--moe-shortcut-connection",), {"action": "store_true"}),
+    (("--moe-megakernel-backend",), {"type": str, "default": None}),
+    (("--moe-use-norm-before-up-proj",), {"action": "store_true"}),
 ]
+
+
+class _Checkpointing:
+    megaplug_plugin = PluginInfo(name="checkpointing")
+
+    @hookimpl
+    def add_args(self, flags: Any) -> None:
+        flags.add_argument("--save", type=str, default=None)
+        flags.add_argument("--no-load-optim", action="store_true", default=None)
+        flags.add_argument("--no-load-rng", action="store_true", default=None)
 
 
 class _Parallel:
@@ -46,7 +57,7 @@ class _Model:
             config.set("ffn_hidden_size", 4 * config.hidden_size)
 
 
-KERNEL, _ = megaplug.load(builtins=[_Model(), _Parallel(), megaplug_moe],
+KERNEL, _ = megaplug.load(builtins=[_Model(), _Parallel(), _Checkpointing(), megaplug_moe],
                           environ={"MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD": "1"})
 TARGET = {"device_capability": (9, 0)}
 

@@ -71,12 +71,6 @@ def test_expert_parallel_needs_experts(problems):
                for m in problems("--num-experts", "0", "--expert-model-parallel-size", "2"))
 
 
-def test_torch_fsdp2_without_expert_parallel(problems):
-    assert problems("--num-experts", "4", "--use-torch-fsdp2") == []
-    assert any("--use-torch-fsdp2" in m for m in problems(
-        "--num-experts", "4", "--expert-model-parallel-size", "2", "--use-torch-fsdp2"))
-
-
 # -- kernels -------------------------------------------------------------------------
 
 
@@ -99,20 +93,7 @@ def test_capability_is_not_asked_without_grouped_gemm(kernel):
     kernel.resolve(["--num-experts", "4"], environ={}, target=Refusing())
 
 
-def test_single_grouped_params_not_with_megatron_fsdp(problems):
-    assert problems("--num-experts", "4", "--moe-single-grouped-weight") == []
-    for flag in ("--moe-single-grouped-weight", "--moe-single-grouped-bias"):
-        messages = problems("--num-experts", "4", flag, "--use-megatron-fsdp")
-        assert any(flag in m for m in messages)
-
-
-# -- dispatch, latent, overlap -------------------------------------------------------
-
-
-def test_flex_dispatcher_needs_real_process_group(problems):
-    assert problems("--moe-token-dispatcher-type", "alltoall", "--fake-process-group") == []
-    assert any("--fake-process-group" in m for m in problems(
-        "--moe-token-dispatcher-type", "flex", "--fake-process-group"))
+# -- latent projections, shortcut connections, megakernel ------------------------------
 
 
 def test_latent_size(problems):
@@ -122,9 +103,31 @@ def test_latent_size(problems):
     assert any("only applies to MoE" in m for m in problems("--moe-latent-size", "16"))
 
 
-def test_overlap_with_tensor_parallel_warns_before_blackwell(resolve):
-    argv = ("--num-experts", "4", "--overlap-moe-expert-parallel-comm",
-            "--tensor-model-parallel-size", "2")
-    assert any("CUDA_DEVICE_MAX_CONNECTIONS" in w.message for w in resolve(*argv).warnings)
-    assert not any("CUDA_DEVICE_MAX_CONNECTIONS" in w.message
-                   for w in resolve(*argv, capability=(10, 0)).warnings)
+
+
+def test_norm_before_up_proj_needs_latent(problems):
+    assert problems("--num-experts", "4", "--moe-latent-size", "8",
+                    "--moe-use-norm-before-up-proj") == []
+    assert problems("--num-experts", "4", "--moe-use-norm-before-up-proj") == [
+        "--moe-use-norm-before-up-proj needs --moe-latent-size"]
+
+
+def test_shortcut_connection_not_with_fsdp(problems):
+    assert problems("--num-experts", "4", "--moe-shortcut-connection") == []
+    assert any("--use-megatron-fsdp" in m for m in problems(
+        "--num-experts", "4", "--moe-shortcut-connection", "--use-megatron-fsdp"))
+
+
+def test_shortcut_connection_cuda_graphs(problems):
+    base = ("--num-experts", "4", "--moe-shortcut-connection")
+    assert problems(*base, "--cuda-graph-impl", "local",
+                    "--inference-cuda-graph-scope", "block") == []
+    assert any("--cuda-graph-impl" in m for m in problems(*base, "--cuda-graph-impl", "local"))
+    assert any("--cuda-graph-impl" in m
+               for m in problems(*base, "--cuda-graph-impl", "transformer_engine"))
+
+
+def test_megakernel_backend_not_with_fsdp(problems):
+    assert problems("--moe-megakernel-backend", "mok") == []
+    assert any("'mok'" in m for m in problems("--moe-megakernel-backend", "mok",
+                                              "--use-torch-fsdp2"))

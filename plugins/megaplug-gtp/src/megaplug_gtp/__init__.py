@@ -39,7 +39,7 @@ def normalize(config: Draft) -> None:
 
 @hookimpl
 def derive(config: Draft) -> None:
-    """Drop a redundant FP32 reduce-scatter; prioritize GTP streams on Blackwell."""
+    """Give GTP communication high-priority streams on Blackwell and newer."""
     for step in DERIVATIONS:
         step(config)
 

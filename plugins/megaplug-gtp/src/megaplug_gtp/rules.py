@@ -131,34 +131,6 @@ NORMALIZATIONS: tuple[Callable[[Draft], None], ...] = (
 # -- derive ------------------------------------------------------------------------------
 
 
-def _reduces_grads_in_fp32(config: Draft) -> bool:
-    """Whether gradients end up accumulated and all-reduced in FP32.
-
-    Mirrors the precision plugin's rule (bf16 turns it on for FP32 main grads unless
-    grads are reduced in bf16) so the answer does not depend on plugin order.
-    """
-    enabled = bool(config.get("accumulate_allreduce_grads_in_fp32"))
-    if config.get("bf16"):
-        if config.get("grad_reduce_in_bf16"):
-            return False
-        main_grads = str(config.get("main_grads_dtype", "fp32"))
-        if main_grads in ("fp32", "torch.float32", "float32"):
-            return True
-    return enabled
-
-
-def fp32_accumulation_makes_fp32_reduce_scatter_redundant(config: Draft) -> None:
-    """With FP32 gradients the plain reduce-scatter already sums in FP32."""
-    if config.gtp_remat_reduce_scatter_with_fp32_accumulation and _reduces_grads_in_fp32(config):
-        config.set("gtp_remat_reduce_scatter_with_fp32_accumulation", False,
-                   reason="gradients are already reduced in fp32",
-                   inputs=("accumulate_allreduce_grads_in_fp32",))
-        config.warn("turning off --gtp-remat-reduce-scatter-with-fp32-accumulation: gradients "
-                    "are already accumulated and reduced in fp32",
-                    flags=("gtp_remat_reduce_scatter_with_fp32_accumulation",
-                           "accumulate_allreduce_grads_in_fp32"))
-
-
 def prioritize_gtp_streams_on_blackwell(config: Draft) -> None:
     """On Blackwell and newer, GTP communication streams get high priority."""
     if not _remat_active(config) or "high_priority_stream_groups" not in config:
@@ -177,10 +149,9 @@ def prioritize_gtp_streams_on_blackwell(config: Draft) -> None:
                     "groups", flags=("high_priority_stream_groups",))
 
 
-DERIVATIONS: tuple[Callable[[Draft], None], ...] = (
-    fp32_accumulation_makes_fp32_reduce_scatter_redundant,
-    prioritize_gtp_streams_on_blackwell,
-)
+# Turning off --gtp-remat-reduce-scatter-with-fp32-accumulation when gradients are already
+# reduced in fp32 is the precision plugin's job: it owns that decision for every such flag.
+DERIVATIONS: tuple[Callable[[Draft], None], ...] = (prioritize_gtp_streams_on_blackwell,)
 
 
 # -- validate (only when a remat size is above 1) ----------------------------------------

@@ -3,8 +3,9 @@
 Adds the ``--num-experts`` / ``--moe-*`` / expert-parallel flags. Derives
 ``expert_tensor_parallel_size`` (from the dense tensor-parallel size) and
 ``moe_ffn_hidden_size`` (from ``ffn_hidden_size``, which the ``model`` plugin derives,
-hence ``after=("model", "parallel")``), and checks expert counts, kernels and
-incompatible combinations.
+hence ``after=("model", "parallel")``), turns on ``--no-load-optim`` / ``--no-load-rng``
+for upcycling (after the ``checkpointing`` plugin's own checks of them, as in Megatron),
+and checks expert counts, kernels and incompatible combinations.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ megaplug_plugin = PluginInfo(
     name="moe",
     description="Mixture of experts: experts, routing, token dispatch, expert parallelism.",
     version="0.1.0",
-    after=("model", "parallel"),
+    after=("model", "parallel", "checkpointing"),
 )
 
 

@@ -1,7 +1,11 @@
 """MoE checks: each a small function that reports problems and changes nothing.
 
 Settings of other plugins are read with ``config.get`` so a check still works (and
-simply does not apply) when that plugin is not installed.
+simply does not apply) when that plugin is not installed. Checks that Megatron makes inside
+another feature's block stay with that feature's plugin: FSDP2 without expert parallelism
+and single grouped MoE parameters without Megatron-FSDP (``fsdp``), the flex dispatcher
+without a fake process group and the EP-overlap / CUDA_DEVICE_MAX_CONNECTIONS advice
+(``parallel``).
 """
 
 from __future__ import annotations
@@ -62,28 +66,6 @@ def grouped_gemm_needs_ampere(config: Draft) -> None:
                      hint="drop --moe-grouped-gemm, or run on an Ampere or newer GPU")
 
 
-def single_grouped_params_not_with_megatron_fsdp(config: Draft) -> None:
-    """Megatron-FSDP cannot yet shard grouped-tensor expert parameters."""
-    if not config.get("use_megatron_fsdp"):
-        return
-    for dest in ("moe_single_grouped_weight", "moe_single_grouped_bias"):
-        if config[dest]:
-            config.error(f"{config.spelling(dest)} is not supported with --use-megatron-fsdp",
-                         flags=(dest, "use_megatron_fsdp"),
-                         hint=f"drop {config.spelling(dest)}, or use DDP / the distributed "
-                              "optimizer instead of Megatron-FSDP")
-
-
-def torch_fsdp2_without_expert_parallel(config: Draft) -> None:
-    """Torch FSDP2 does not support expert parallelism."""
-    ep = config.expert_model_parallel_size
-    if config.get("use_torch_fsdp2") and ep != 1:
-        config.error(f"--use-torch-fsdp2 does not support expert parallelism "
-                     f"(--expert-model-parallel-size {ep})",
-                     flags=("use_torch_fsdp2", "expert_model_parallel_size"),
-                     hint="use --expert-model-parallel-size 1, or --use-megatron-fsdp")
-
-
 def shortcut_connection_not_with_fsdp(config: Draft) -> None:
     """A shortcut block bypasses FSDP's per-layer all-gather hooks."""
     fsdp = _fsdp_name(config)
@@ -116,15 +98,6 @@ def megakernel_backend_not_with_fsdp(config: Draft) -> None:
         config.error(f"the 'mok' MoE megakernel backend is not validated with {fsdp}",
                      flags=("moe_megakernel_backend", fsdp),
                      hint="choose another megakernel backend, or drop FSDP")
-
-
-def flex_dispatcher_needs_real_process_group(config: Draft) -> None:
-    """The flex dispatcher's communication libraries need real process groups."""
-    if config.get("fake_process_group") and config.moe_token_dispatcher_type == "flex":
-        config.error("--moe-token-dispatcher-type flex does not work with --fake-process-group",
-                     flags=("moe_token_dispatcher_type", "fake_process_group"),
-                     hint="use --moe-token-dispatcher-type alltoall or allgather with a fake "
-                          "process group")
 
 
 def upcycling_needs_save(config: Draft) -> None:
@@ -161,33 +134,15 @@ def latent_size_needs_experts(config: Draft) -> None:
                      hint="set --num-experts, or drop --moe-latent-size")
 
 
-def overlap_comm_with_model_parallelism(config: Draft) -> None:
-    """Before Blackwell, TP/CP and EP-overlap want different CUDA_DEVICE_MAX_CONNECTIONS."""
-    if not config.overlap_moe_expert_parallel_comm or _fsdp_name(config):
-        return
-    tp = config.get("tensor_model_parallel_size", 1)
-    cp = config.get("context_parallel_size", 1)
-    capability = config.env.capability()
-    if (tp > 1 or cp > 1) and (capability is None or capability[0] < 10):
-        config.warn("before Blackwell, tensor or context parallelism prefers "
-                    "CUDA_DEVICE_MAX_CONNECTIONS=1 while --overlap-moe-expert-parallel-comm "
-                    "prefers a larger value; set it to 1 or 32 depending on which to favour",
-                    flags=("overlap_moe_expert_parallel_comm", "tensor_model_parallel_size"))
-
-
 CHECKS: tuple[Callable[[Draft], None], ...] = (
     expert_parallel_needs_experts,
     experts_divide_over_expert_parallel_ranks,
     grouped_gemm_needs_ampere,
-    single_grouped_params_not_with_megatron_fsdp,
-    torch_fsdp2_without_expert_parallel,
     shortcut_connection_not_with_fsdp,
     shortcut_connection_cuda_graphs,
     megakernel_backend_not_with_fsdp,
-    flex_dispatcher_needs_real_process_group,
     upcycling_needs_save,
     norm_before_up_proj_needs_latent,
     latent_size_is_positive,
     latent_size_needs_experts,
-    overlap_comm_with_model_parallelism,
 )
