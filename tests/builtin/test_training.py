@@ -1,0 +1,245 @@
+"""The training plugin: its flags, batch sizes and training-length schedules."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _training_stub import kernel, messages, problems, resolve, warnings  # noqa: E402
+
+FLAGS_JSONL = Path(__file__).resolve().parents[3] / "shared" / "megatron" / "flags.jsonl"
+ASSIGNMENT = Path("/tmp/assign/training.txt")
+
+_ACTIONS = {"_StoreAction": "store", "_StoreTrueAction": "store_true",
+            "_StoreFalseAction": "store_false"}
+
+
+def _training_specs() -> dict[str, object]:
+    return {o: s for s in kernel().table.plugin_specs("training") for o in s.option_strings}
+
+
+# -- declared flags --------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not FLAGS_JSONL.exists(), reason="Megatron flag facts not available")
+def test_flags_match_megatron_facts():
+    specs = _training_specs()
+    rows = [json.loads(line) for line in FLAGS_JSONL.read_text().splitlines()]
+    checked = 0
+    for row in rows:
+        spec = specs.get(row["option_strings"][0])
+        if spec is None:
+            continue
+        checked += 1
+        assert spec.option_strings == tuple(row["option_strings"])
+        assert spec.dest == row["dest"]
+        assert spec.action == _ACTIONS[row["action"]]
+        assert spec.hidden == row["help_suppressed"], spec.dest
+        default = spec.default if not isinstance(spec.default, list) else list(spec.default)
+        assert default == row["default"], spec.dest
+        if row["type"] in ("int", "float", "str"):
+            assert spec.type_name == row["type"], spec.dest
+        assert (list(spec.choices) if spec.choices else None) == row["choices"], spec.dest
+        if row["action"] == "_StoreAction":
+            assert spec.nargs == row["nargs"], spec.dest
+    assert checked == 144
+
+
+@pytest.mark.skipif(not ASSIGNMENT.exists(), reason="flag assignment not available")
+def test_every_assigned_flag_is_declared():
+    specs = _training_specs()
+    assigned = [line.split()[0] for line in ASSIGNMENT.read_text().splitlines() if line.strip()]
+    assert len(assigned) == 147
+    assert [o for o in assigned if o not in specs] == []
+
+
+def test_seed_only_muon_flags():
+    resolved = resolve("--muon-no-concurrent-groups", "--muon-ns-batch-size", "32",
+                       "--rmsnorm-weight-decay-mult", "0.5")
+    assert resolved.muon_concurrent_groups is False
+    assert resolved.muon_ns_batch_size == 32
+    assert resolved.rmsnorm_weight_decay_mult == 0.5
+    defaults = resolve()
+    assert (defaults.muon_concurrent_groups, defaults.muon_ns_batch_size,
+            defaults.rmsnorm_weight_decay_mult) == (True, 1, None)
+
+
+def test_exit_signal_by_name_or_number():
+    assert resolve().exit_signal == 15
+    assert resolve("--exit-signal", "SIGUSR1").exit_signal == 10
+    assert resolve("--exit-signal", "2").exit_signal == 2
+    with pytest.raises(Exception):
+        resolve("--exit-signal", "SIGNOPE")
+
+
+def test_counters_start_at_zero():
+    resolved = resolve()
+    assert (resolved.consumed_train_samples, resolved.skipped_train_samples,
+            resolved.consumed_valid_samples) == (0, 0, 0)
+
+
+# -- batch sizes -----------------------------------------------------------------------
+
+
+def test_global_batch_defaults_to_micro_times_data_parallel():
+    resolved = resolve("--tensor-model-parallel-size", "2")
+    assert resolved.data_parallel_size == 4
+    assert resolved.global_batch_size == 8
+    assert "derived by training" in resolved.source("global_batch_size").describe()
+
+
+def test_explicit_global_batch_is_kept():
+    assert resolve("--global-batch-size", "64").global_batch_size == 64
+
+
+def test_micro_batch_size_is_required():
+    text = messages("--train-iters", "10", base=False)
+    assert "--micro-batch-size is required" in text
+
+
+def test_micro_batch_size_must_be_positive():
+    assert "--micro-batch-size 0 must be positive" in messages("--micro-batch-size", "0")
+
+
+def test_global_batch_size_must_be_positive():
+    assert "--global-batch-size 0 must be positive" in messages("--global-batch-size", "0")
+
+
+def test_eval_batch_sizes_default_to_training_ones():
+    resolved = resolve("--global-batch-size", "32")
+    assert (resolved.eval_global_batch_size, resolved.eval_micro_batch_size) == (32, 2)
+
+
+def test_eval_global_batch_must_split_over_data_parallel_ranks():
+    found = problems("--global-batch-size", "32", "--eval-micro-batch-size", "8")
+    assert [p.message for p in found] == [
+        "eval_global_batch_size (32) must be divisible by eval_micro_batch_size (8) * "
+        "data_parallel_size (8) * gtp_weight_remat_size (1) = 64"]
+    assert "--eval-micro-batch-size 4" in found[0].hint
+
+
+def test_default_eval_sizes_check_the_training_global_batch():
+    text = messages("--micro-batch-size", "4", "--global-batch-size", "16")
+    assert "eval_global_batch_size (16) must be divisible by eval_micro_batch_size (4)" in text
+
+
+def test_gtp_remat_size_counts_in_eval_divisibility():
+    text = messages("--global-batch-size", "16", "--gtp-weight-remat-size", "2")
+    assert "* gtp_weight_remat_size (2) = 32" in text
+
+
+def test_step_schedule_excludes_global_batch_size():
+    text = messages("--step-batch-size-schedule", "0:16 1000:32", "--global-batch-size", "16")
+    assert "--step-batch-size-schedule and --global-batch-size cannot be used together" in text
+
+
+def test_step_schedule_keeps_the_default_global_batch():
+    resolved = resolve("--step-batch-size-schedule", "0:16 1000:32", "--train-iters", "10")
+    assert resolved.global_batch_size == 16
+
+
+def test_caller_default_global_batch_is_not_explicit():
+    resolved = kernel().resolve(["--micro-batch-size", "2", "--train-iters", "10",
+                                 "--step-batch-size-schedule", "0:16"],
+                                environ={"WORLD_SIZE": "8"}, defaults={"global_batch_size": 16})
+    assert resolved.global_batch_size == 16
+
+
+def test_retired_batch_size_flag():
+    found = problems("--batch-size", "4")
+    assert found[0].message == "--batch-size 4 is no longer supported"
+    assert found[0].hint == "use --micro-batch-size 4"
+
+
+def test_retired_keys_leave_the_result():
+    resolved = resolve()
+    for key in ("batch_size", "warmup", "checkpoint_activations", "recompute_activations",
+                "cuda_graph_scope_deprecated"):
+        assert key not in resolved
+
+
+# -- iterations, samples and schedules ---------------------------------------------------
+
+
+def test_iteration_based_training_rejects_sample_settings():
+    text = messages("--lr-decay-samples", "100", "--lr-warmup-samples", "10")
+    assert "--train-iters sets iteration-based training" in text
+    assert "--lr-decay-samples, --lr-warmup-samples" in text
+
+
+def test_iteration_based_training_rejects_rampup():
+    assert "--rampup-batch-size" in messages("--rampup-batch-size", "4", "4", "100")
+
+
+def test_train_iters_and_samples_exclude_each_other():
+    text = messages("--train-samples", "1000")
+    assert "--train-iters sets iteration-based training, which cannot be combined with " \
+           "--train-samples" in text
+    assert "--train-samples sets sample-based training, which cannot be combined with " \
+           "--train-iters" in text
+
+
+def test_sample_based_training():
+    resolved = resolve("--micro-batch-size", "2", "--train-samples", "1000",
+                       "--lr-decay-samples", "900", "--lr-warmup-samples", "10",
+                       "--rampup-batch-size", "4", "4", "100", base=False)
+    assert resolved.train_iters is None
+    assert resolved.rampup_batch_size == [4, 4, 100]
+
+
+def test_sample_based_training_rejects_iteration_settings():
+    text = messages("--micro-batch-size", "2", "--train-samples", "1000",
+                    "--lr-decay-iters", "5", "--lr-warmup-iters", "2", base=False)
+    assert "--lr-decay-iters, --lr-warmup-iters" in text
+
+
+def test_warmup_fraction_excludes_warmup_iters():
+    text = messages("--lr-warmup-fraction", "0.1", "--lr-warmup-iters", "3")
+    assert "--lr-warmup-fraction and --lr-warmup-iters both set the warmup length" in text
+
+
+def test_warmup_fraction_excludes_warmup_samples():
+    text = messages("--micro-batch-size", "2", "--train-samples", "100",
+                    "--lr-warmup-fraction", "0.1", "--lr-warmup-samples", "3", base=False)
+    assert "--lr-warmup-fraction and --lr-warmup-samples both set the warmup length" in text
+
+
+def test_warmup_fraction_alone_is_fine():
+    assert resolve("--lr-warmup-fraction", "0.01").lr_warmup_fraction == 0.01
+
+
+def test_retired_warmup_flag():
+    found = problems("--warmup", "100")
+    assert found[0].message == "--warmup 100 is no longer supported"
+
+
+def test_min_lr_above_lr():
+    assert "--min-lr 0.001 is above --lr 0.0001" in messages("--min-lr", "1e-3")
+
+
+def test_constant_weight_decay_fills_start_and_end():
+    resolved = resolve("--weight-decay", "0.1")
+    assert (resolved.start_weight_decay, resolved.end_weight_decay) == (0.1, 0.1)
+
+
+def test_constant_weight_decay_rejects_start_and_end():
+    text = messages("--start-weight-decay", "0.1")
+    assert "--start-weight-decay need a varying weight-decay schedule" in text
+
+
+def test_varying_weight_decay_needs_start_and_end():
+    text = messages("--weight-decay-incr-style", "linear", "--start-weight-decay", "0.0")
+    assert "--weight-decay-incr-style linear needs --end-weight-decay" in text
+    resolved = resolve("--weight-decay-incr-style", "cosine", "--start-weight-decay", "0.0",
+                       "--end-weight-decay", "0.1")
+    assert (resolved.start_weight_decay, resolved.end_weight_decay) == (0.0, 0.1)
+
+
+def test_override_and_checkpoint_scheduler_warns():
+    resolved = resolve("--override-opt-param-scheduler", "--use-checkpoint-opt_param-scheduler")
+    assert "are both set" in warnings(resolved)
