@@ -1,7 +1,7 @@
 """Shared helpers of the data, logging and resilience plugin tests.
 
-The plugins are tested on their own: a small stand-in plugin (named ``training`` so the
-logging plugin's ordering holds) declares the handful of other plugins' settings they read.
+The plugins are tested on their own: a small stand-in plugin (named ``parallel`` so the
+data plugin's ordering holds) declares the handful of other plugins' settings they read.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from typing_extensions import Annotated
 
 import megaplug
-from megaplug import Computed, ConfigError, Flag, FromEnv, PluginInfo, Problem, hookimpl
+from megaplug import Computed, ConfigError, FromEnv, PluginInfo, Problem, hookimpl
 from megaplug._kernel import Kernel
 from megaplug._plugins import PluginSelection, PluginSet
 from megaplug.builtin import data, logging, resilience
@@ -25,25 +25,21 @@ BASE = ["--seq-length", "128", "--micro-batch-size", "2", "--max-position-embedd
 @dataclass
 class _NeighbourOptions:
     micro_batch_size: Optional[int] = None
-    global_batch_size: Optional[int] = None
     max_position_embeddings: Optional[int] = None
     tensor_model_parallel_size: int = 1
     context_parallel_size: int = 1
     dynamic_context_parallel: bool = False
-    max_seqlen_per_dp_cp_rank: Optional[int] = None
     calculate_per_token_loss: bool = False
     cuda_graph_impl: str = "none"
     step_batch_size_schedule: Optional[str] = None
-    no_load_optim: bool = False
     world_size: Annotated[int, FromEnv("WORLD_SIZE")] = 1
     data_parallel_size: Annotated[Optional[int], Computed("world / (tp x cp)")] = None
-    gtp_weight_remat_size: Annotated[int, Computed("weight shards")] = 1
 
 
 class Neighbours:
     """Stands in for the parallel and training plugins."""
 
-    megaplug_plugin = PluginInfo(name="training", description="test stand-in")
+    megaplug_plugin = PluginInfo(name="parallel", description="test stand-in")
 
     @hookimpl
     def add_args(self, flags: Any) -> None:
@@ -54,8 +50,6 @@ class Neighbours:
         replicas = config.world_size // (config.tensor_model_parallel_size
                                          * config.context_parallel_size)
         config.set("data_parallel_size", replicas)
-        if config.global_batch_size is None and config.micro_batch_size:
-            config.set("global_batch_size", config.micro_batch_size * replicas)
 
 
 _KERNEL: Kernel | None = None

@@ -3,6 +3,9 @@
 Ports the data and tokenizer parts of Megatron's ``validate_args``: the legacy default
 split, exclusive data sources, the --seq-length / --encoder-seq-length pair, packed
 variable-length datasets (which decide ``variable_seq_lengths``) and the FIM checks.
+Checks that mainly concern another plugin's settings live there: the model plugin compares
+the sequence lengths with --max-position-embeddings, and the parallel plugin sets the
+dynamic-CP packing scheduler and sizes the packed-sequence buffer.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ megaplug_plugin = PluginInfo(
     name="data",
     description="Datasets and splits, data loading, FIM, SFT, sequence packing and the "
                 "tokenizer.",
+    # parallel resolves dynamic context parallelism, which picks its own packing scheduler
+    # before variable_seq_lengths is decided here.
+    after=("parallel",),
 )
 
 #: Checks in the order Megatron's validate_args makes them.
@@ -29,12 +35,10 @@ CHECKS: tuple[Callable[[Draft], None], ...] = (
     paths.check_per_split_paths_or_args_file,
     paths.check_builder_threads,
     sequences.check_context_parallel_multiple,
-    sequences.check_fits_position_embeddings,
     packing.check_varlen_excludes_sft,
     packing.check_sbhd_validation,
     packing.check_dynamic_cp_scheduler,
     packing.check_per_token_loss,
-    packing.check_packed_buffer_size,
     packing.check_scheduler_cuda_graphs,
     paths.check_single_data_source,
     fim.check_fim,
@@ -65,7 +69,6 @@ def derive(config: Draft) -> None:
         config.set("create_attention_mask_in_dataloader", False,
                    reason="--dataloader-inter-document-masking",
                    inputs=("dataloader_inter_document_masking",))
-    packing.default_scheduler_for_dynamic_cp(config)
     packing.default_sft_mock_config(config)
     packing.default_varlen_scheduler(config)
     packing.derive_variable_seq_lengths(config)

@@ -14,13 +14,6 @@ def _dynamic_cp(config: Draft) -> bool:
     return bool(config.get("dynamic_context_parallel", False))
 
 
-def default_scheduler_for_dynamic_cp(config: Draft) -> None:
-    """Dynamic context parallelism packs with its own scheduler unless told otherwise."""
-    if _dynamic_cp(config) and config.sequence_packing_scheduler is None:
-        config.set("sequence_packing_scheduler", DYNAMIC_CP,
-                   reason="dynamic context parallelism", inputs=("dynamic_context_parallel",))
-
-
 def default_sft_mock_config(config: Draft) -> None:
     """SFT on mock data draws lognormal sequence lengths scaled to --seq-length."""
     if not (config.mock_data and config.sft) or config.sft_mock_dataset_config_json is not None:
@@ -98,22 +91,6 @@ def check_per_token_loss(config: Draft) -> None:
                      f"{config.sequence_packing_scheduler}) needs --calculate-per-token-loss",
                      flags=("sequence_packing_scheduler", "calculate_per_token_loss"),
                      hint="add --calculate-per-token-loss")
-
-
-def check_packed_buffer_size(config: Draft) -> None:
-    """The packed buffer over all CP (and, for dynamic CP, DP) ranks must hold one sequence."""
-    per_rank = config.get("max_seqlen_per_dp_cp_rank")
-    seq = config.seq_length
-    if per_rank is None or seq is None or config.sequence_packing_scheduler is None:
-        return
-    ranks = config.get("context_parallel_size", 1) or 1
-    if config.sequence_packing_scheduler == DYNAMIC_CP:
-        ranks *= config.get("data_parallel_size", 1) or 1
-    if ranks * per_rank < seq:
-        config.error(f"the packed sequence buffer ({ranks} ranks x --max-seqlen-per-dp-cp-rank "
-                     f"{per_rank} = {ranks * per_rank}) is shorter than --seq-length {seq}",
-                     flags=("max_seqlen_per_dp_cp_rank", "seq_length"),
-                     hint=f"raise --max-seqlen-per-dp-cp-rank to at least {-(-seq // ranks)}")
 
 
 def check_scheduler_cuda_graphs(config: Draft) -> None:

@@ -47,17 +47,3 @@ def check_context_parallel_multiple(config: Draft) -> None:
                      f"size {cp} (= {2 * cp})", flags=("seq_length", "context_parallel_size"),
                      hint=f"use a sequence length divisible by {2 * cp}")
 
-
-def check_fits_position_embeddings(config: Draft) -> None:
-    """Sequences may not be longer than the position embedding table."""
-    limit = config.get("max_position_embeddings")
-    if limit is None:
-        return
-    for dest in ("seq_length", "decoder_seq_length"):
-        length = config[dest]
-        if length is not None and length > limit:
-            config.error(f"{config.spelling(dest)} {length} is longer than "
-                         f"--max-position-embeddings {limit}",
-                         flags=(dest, "max_position_embeddings"),
-                         hint=f"raise --max-position-embeddings to at least {length}, or "
-                              f"shorten the sequences")

@@ -1,8 +1,9 @@
 """The logging plugin: logging, TensorBoard and W&B, timers, validation, one logger and
 OpenTelemetry.
 
-Evaluation batch sizes default to the training ones, so this plugin runs after
-``training``, which derives the global batch size.
+The evaluation batch sizes are declared here but derived and checked by the training
+plugin, next to the training batch sizes they default to; likewise the checkpointing
+plugin turns on --no-load-optim for --skip-train.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Callable
 
 from megaplug import Draft, PluginInfo, hookimpl
 
-from . import evaluation, outputs
+from . import outputs
 from .options import LoggingOptions
 
 if TYPE_CHECKING:
@@ -21,11 +22,9 @@ megaplug_plugin = PluginInfo(
     name="logging",
     description="Logging, TensorBoard and W&B, timers, validation, one logger and "
                 "OpenTelemetry.",
-    after=("training",),
 )
 
 CHECKS: tuple[Callable[[Draft], None], ...] = (
-    evaluation.check_eval_batch_divisible,
     outputs.check_max_attention_logit,
     outputs.warn_unused_settings,
 )
@@ -38,14 +37,7 @@ def add_args(flags: "FlagDeclarations") -> None:
 
 
 @hookimpl
-def derive(config: Draft) -> None:
-    """Default the evaluation batch sizes; evaluation-only runs skip the optimizer state."""
-    evaluation.default_eval_batch_sizes(config)
-    evaluation.skip_optimizer_state_when_not_training(config)
-
-
-@hookimpl
 def validate(config: Draft) -> None:
-    """Run every logging and validation check."""
+    """Run every logging check."""
     for check in CHECKS:
         check(config)
