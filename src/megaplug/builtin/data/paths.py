@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from megaplug import Draft
 
 from .options import LEGACY_DEFAULT_SPLIT
@@ -60,21 +58,20 @@ def check_per_split_paths_or_args_file(config: Draft) -> None:
                      hint="give the per-split paths either on the command line or in the file")
 
 
-def _non_empty(value: Any) -> bool:
-    return bool(value)
-
-
 def check_single_data_source(config: Draft) -> None:
-    """Mock data, a blended --data-path and per-split paths are three exclusive sources."""
+    """Mock data, a blended --data-path and per-split paths are three exclusive sources.
+
+    Empty path lists (a bare ``--data-path``) do not count as a source, as in Megatron.
+    """
     sources = {
-        "--mock-data": bool(config.mock_data),
-        "--data-path": _non_empty(config.data_path),
-        "--train/valid/test-data-path": any(_non_empty(config[n]) for n in _PER_SPLIT_PATHS),
+        "--mock-data": ("mock_data",) if config.mock_data else (),
+        "--data-path": ("data_path",) if config.data_path else (),
+        "--train/valid/test-data-path": tuple(n for n in _PER_SPLIT_PATHS if config[n]),
     }
-    chosen = [name for name, used in sources.items() if used]
+    chosen = {name: dests for name, dests in sources.items() if dests}
     if len(chosen) > 1:
         config.error(f"only one data source may be given, got {' and '.join(chosen)}",
-                     flags=("mock_data", "data_path", *_PER_SPLIT_PATHS),
+                     flags=tuple(d for dests in chosen.values() for d in dests),
                      hint="keep one of --mock-data, --data-path or the per-split data paths")
 
 

@@ -1,4 +1,4 @@
-"""Sequence lengths: --seq-length / --encoder-seq-length and their limits."""
+"""Sequence lengths: --seq-length / --encoder-seq-length and the context-parallel multiple."""
 
 from __future__ import annotations
 
