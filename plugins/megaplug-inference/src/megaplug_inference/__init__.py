@@ -1,0 +1,57 @@
+"""megaplug inference plugin: the inference engine's flags, derivations and checks.
+
+Declares dynamic batching, prefix caching, KV cache, speculative decoding and CUDA-graph
+scope settings; normalizes the inference CUDA-graph scope into an enum (after the training
+plugin has normalized ``--cuda-graph-impl``), maps Mamba state dtypes, and checks what the
+chosen CUDA-graph implementation and parallelism allow.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from megaplug import Draft, PluginInfo, hookimpl
+
+from . import cuda_graphs, engine
+from .enums import InferenceCudaGraphScope
+from .options import InferenceOptions, declare_untyped_flags
+
+if TYPE_CHECKING:
+    from megaplug._registry import FlagDeclarations
+
+__all__ = ["InferenceCudaGraphScope", "InferenceOptions", "megaplug_plugin"]
+
+megaplug_plugin = PluginInfo(
+    name="inference",
+    description="Inference engine: dynamic batching, prefix caching, KV cache, CUDA-graph scope.",
+    # training normalizes --cuda-graph-impl and may migrate a retired module spelling into
+    # --inference-cuda-graph-scope; the scope is normalized after that.
+    after=("training",),
+)
+
+
+@hookimpl
+def add_args(flags: "FlagDeclarations") -> None:
+    """Declare the inference flags."""
+    flags.add_options(InferenceOptions)
+    declare_untyped_flags(flags)
+
+
+@hookimpl
+def normalize(config: Draft) -> None:
+    """The CUDA-graph scope becomes an enum member, defaulted from the CUDA-graph impl."""
+    cuda_graphs.normalize_scope(config)
+
+
+@hookimpl
+def derive(config: Draft) -> None:
+    """Mamba state dtype names become torch dtypes."""
+    engine.derive_state_dtypes(config)
+
+
+@hookimpl
+def validate(config: Draft) -> None:
+    """Check the scope, CUDA-graph counts and pipelined-batching settings."""
+    cuda_graphs.check_scope_allowed(config)
+    cuda_graphs.check_num_cuda_graphs(config)
+    engine.check_batch_split_threshold(config)

@@ -1,0 +1,47 @@
+"""Inference engine settings: pipelined batching and Mamba state dtypes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from megaplug import Draft, TorchDType
+
+_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp8": "uint8"}
+STATE_DTYPE_FLAGS = ("mamba_inference_conv_states_dtype", "mamba_inference_ssm_states_dtype")
+
+
+def to_torch_dtype(value: Any) -> Any:
+    """'bf16' -> torch.bfloat16; dtypes and None stay as they are."""
+    if value is None or isinstance(value, TorchDType):
+        return value
+    text = str(value)
+    return TorchDType(_DTYPES.get(text, text))
+
+
+def derive_state_dtypes(config: Draft) -> None:
+    """Replace the Mamba state dtype names with torch dtypes."""
+    for dest in STATE_DTYPE_FLAGS:
+        value = config[dest]
+        mapped = to_torch_dtype(value)
+        if not isinstance(value, TorchDType) and mapped is not value:
+            config.set(dest, mapped, inputs=(dest,), reason="dtype name to torch dtype")
+
+
+def check_batch_split_threshold(config: Draft) -> None:
+    """Splitting batches for pipelined inference needs pipelines and no CUDA graphs."""
+    threshold = config.inference_batch_times_seqlen_threshold
+    if threshold <= -1:
+        return
+    flag = "inference_batch_times_seqlen_threshold"
+    pp = config.get("pipeline_model_parallel_size", 1)
+    if pp <= 1:
+        config.error(f"--inference-batch-times-seqlen-threshold {threshold} needs pipeline "
+                     f"parallelism (--pipeline-model-parallel-size {pp})",
+                     flags=(flag, "pipeline_model_parallel_size"),
+                     hint="set --pipeline-model-parallel-size above 1, or the threshold to -1")
+    impl = config.get("cuda_graph_impl", "none")
+    if impl != "none":
+        config.error(f"--inference-batch-times-seqlen-threshold {threshold} (pipelined "
+                     f"micro-batched inference) cannot be used with --cuda-graph-impl {impl}",
+                     flags=(flag, "cuda_graph_impl"),
+                     hint="use --cuda-graph-impl none, or set the threshold to -1")
