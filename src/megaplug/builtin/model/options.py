@@ -182,7 +182,8 @@ class ModelOptions:
         Optional[bool],
         Flag("--yarn-correction-range-round-to-int", action="store_true",
              help="Round the YaRN correction range to whole numbers."),
-        Flag("--no-yarn-correction-range-round-to-int", action="store_false",
+        # Megatron's parser lists True for this spelling, but the first one's None wins.
+        Flag("--no-yarn-correction-range-round-to-int", action="store_false", default=True,
              help="Keep the YaRN correction range fractional."),
     ] = None
     relative_attention_num_buckets: Annotated[int, Flag(
