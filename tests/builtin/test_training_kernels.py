@@ -120,3 +120,20 @@ def test_use_mcore_models_is_kept_with_a_warning():
     resolved = resolve("--use-mcore-models")
     assert resolved.deprecated_use_mcore_models is True
     assert "--use-mcore-models is deprecated" in warnings(resolved)
+
+
+def test_muon_with_distributed_optimizer_is_layer_wise():
+    resolved = resolve("--optimizer", "muon", "--use-distributed-optimizer")
+    assert resolved.use_layer_wise_distributed_optimizer is True
+    assert resolved.use_distributed_optimizer is False
+
+
+def test_adam_keeps_the_element_wise_distributed_optimizer():
+    resolved = resolve("--use-distributed-optimizer")
+    assert (resolved.use_layer_wise_distributed_optimizer, resolved.use_distributed_optimizer) \
+        == (False, True)
+    assert resolve("--optimizer", "muon").use_layer_wise_distributed_optimizer is False
+
+
+def test_dist_muon_is_layer_wise():
+    assert resolve("--optimizer", "dist_muon").use_layer_wise_distributed_optimizer is True

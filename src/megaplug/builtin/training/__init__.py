@@ -58,6 +58,7 @@ def derive(config: Draft) -> None:
     schedule.derive_weight_decay_range(config)
     kernels.derive_bias_gelu_fusion(config)
     kernels.derive_rope_fusion(config)
+    optimizer.derive_layer_wise_distribution(config)
     optimizer.derive_frozen_training(config)
     recompute.derive_cpu_offloading(config)
     cuda_graphs.derive_te_rng_tracker(config)

@@ -32,6 +32,25 @@ def warn_dist_muon(config: Draft) -> None:
                     "--use-distributed-optimizer", flags=("optimizer",))
 
 
+def derive_layer_wise_distribution(config: Draft) -> None:
+    """Emerging optimizers shard their state layer by layer instead of element-wise.
+
+    ``--use-distributed-optimizer`` with such an optimizer (and the retired ``dist_muon``)
+    selects the layer-wise distributed optimizer in place of the element-wise one.
+    """
+    optimizer = config.optimizer
+    distributed = bool(config.get("use_distributed_optimizer"))
+    if optimizer in _CLASSIC_OPTIMIZERS or not (distributed or optimizer == "dist_muon"):
+        return
+    config.set("use_layer_wise_distributed_optimizer", True,
+               reason=f"--optimizer {optimizer} shards its state layer by layer",
+               inputs=("optimizer", "use_distributed_optimizer"))
+    if distributed:
+        config.set("use_distributed_optimizer", False,
+                   reason="replaced by the layer-wise distributed optimizer",
+                   inputs=("optimizer",))
+
+
 def derive_frozen_training(config: Draft) -> None:
     """Frozen layers have no optimizer state to shard or parameters to gather."""
     if not config.freeze_all_layers:

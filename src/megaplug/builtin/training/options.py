@@ -188,6 +188,9 @@ class OptimizerOptions:
         help="Step offloaded optimizer state with torch.optim instead of Megatron's optimizer.")] = False
     overlap_cpu_optimizer_d2h_h2d: Annotated[bool, Flag(
         help="Overlap the CPU optimizer step with gradient and parameter copies.")] = False
+    use_layer_wise_distributed_optimizer: Annotated[bool, Computed(
+        "Whether optimizer state is sharded layer by layer, as the distributed optimizer does "
+        "for emerging optimizers such as Muon.")] = False
     dump_param_to_param_group_map: Annotated[Optional[str], Flag(
         help="JSON file that maps parameters to parameter groups.")] = None
     pin_cpu_grads: Annotated[bool, Flag(
