@@ -33,6 +33,8 @@ FOREIGN_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--fp8-param-gather",), {"action": "store_true"}),
     (("--reuse-grad-buf-for-mxfp8-param-ag",), {"action": "store_true"}),
     (("--dist-ckpt-optim-fully-reshardable",), {"action": "store_true"}),
+    # the seed's newer Megatron has this; no plugin declares it yet
+    (("--tensor-parallel-num-sequence-shards",), {"type": int, "default": None}),
     (("--distrib-optim-fully-reshardable-mem-efficient",), {"action": "store_true"}),
 ]
 

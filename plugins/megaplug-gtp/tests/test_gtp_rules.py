@@ -110,3 +110,27 @@ def test_high_priority_streams_on_blackwell(resolve):
 def test_nccl_proto_simple_warns(resolve):
     r = resolve(*GTP, env={"NCCL_PROTO": "Simple"})
     assert any("NCCL_PROTO" in w.message for w in r.warnings)
+
+
+SEQUENCE_SHARDED = ("--tensor-model-parallel-size", "2", "--tensor-parallel-num-weight-shards",
+                    "4", "--tensor-parallel-num-sequence-shards", "4", "--sequence-parallel")
+
+
+def test_sequence_shards_fold_into_context_parallel(resolve):
+    r = resolve(*SEQUENCE_SHARDED, env={"WORLD_SIZE": "16"})
+    assert r.context_parallel_size == 2
+    assert r.source("context_parallel_size").plugin == "gtp"
+    assert resolve(*GTP).context_parallel_size == 1
+
+
+def test_sequence_sharding_constraints(problems):
+    env = {"WORLD_SIZE": "16"}
+    assert problems(*SEQUENCE_SHARDED, env=env) == []
+    assert any("torch_dist" in m for m in problems(*SEQUENCE_SHARDED, "--ckpt-format", "torch",
+                                                   env=env))
+    assert any("--use-torch-fsdp2" in m
+               for m in problems(*SEQUENCE_SHARDED, "--use-torch-fsdp2", env=env))
+    assert any("--use-tp-pp-dp-mapping" in m
+               for m in problems(*SEQUENCE_SHARDED, "--use-tp-pp-dp-mapping", env=env))
+    assert any("sequence parallelism" in m
+               for m in problems(*SEQUENCE_SHARDED[:-1], env=env))

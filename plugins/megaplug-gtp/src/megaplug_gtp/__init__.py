@@ -10,11 +10,16 @@ with.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from megaplug import Draft, PluginInfo, hookimpl
 
 from .layout import resolve_tensor_parallel_sequence_shards, resolve_tensor_parallel_weight_shards
 from .options import GtpOptions
 from .rules import DERIVATIONS, NORMALIZATIONS, run_checks
+
+if TYPE_CHECKING:
+    from megaplug._registry import FlagDeclarations
 
 megaplug_plugin = PluginInfo(
     name="gtp",
@@ -25,7 +30,7 @@ megaplug_plugin = PluginInfo(
 
 
 @hookimpl
-def add_args(flags) -> None:  # type: ignore[no-untyped-def]
+def add_args(flags: "FlagDeclarations") -> None:
     """Declare the GTP flags and the derived remat sizes."""
     flags.add_options(GtpOptions)
 

@@ -8,10 +8,15 @@ MLA-based attention layers, and checks MLA's incompatible combinations.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from megaplug import Draft, PluginInfo, hookimpl
 
 from .options import MlaOptions
 from .rules import CHECKS, DERIVATIONS
+
+if TYPE_CHECKING:
+    from megaplug._registry import FlagDeclarations
 
 megaplug_plugin = PluginInfo(
     name="mla",
@@ -22,7 +27,7 @@ megaplug_plugin = PluginInfo(
 
 
 @hookimpl
-def add_args(flags) -> None:  # type: ignore[no-untyped-def]
+def add_args(flags: "FlagDeclarations") -> None:
     """Declare the MLA flags."""
     flags.add_options(MlaOptions)
 

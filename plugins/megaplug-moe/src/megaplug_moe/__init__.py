@@ -10,11 +10,16 @@ and checks expert counts, kernels and incompatible combinations.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from megaplug import Draft, PluginInfo, hookimpl
 
 from .checks import CHECKS
 from .derivations import DERIVATIONS, NORMALIZATIONS
 from .options import MoeOptions
+
+if TYPE_CHECKING:
+    from megaplug._registry import FlagDeclarations
 
 megaplug_plugin = PluginInfo(
     name="moe",
@@ -25,7 +30,7 @@ megaplug_plugin = PluginInfo(
 
 
 @hookimpl
-def add_args(flags) -> None:  # type: ignore[no-untyped-def]
+def add_args(flags: "FlagDeclarations") -> None:
     """Declare every MoE flag."""
     flags.add_options(MoeOptions)
 
