@@ -277,7 +277,7 @@ def _cmd_resolve(options: argparse.Namespace, args: list[str]) -> int:
     target = _target(options)
     namespace = parse_and_validate_args(
         argv=[*_config_tokens(options), *args], environ=os.environ,
-        args_defaults=_defaults(options), target=target)
+        args_defaults=_defaults(options), target=target, torch_types=False)
     provenance = getattr(namespace, "_megaplug_provenance", {})
     values = {k: encode(v) for k, v in vars(namespace).items() if not k.startswith("_megaplug")}
     if options.provenance:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import copy
 import re
+import time
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ._config import Draft, Provenance, ReadOnlyError, Resolved
@@ -75,10 +76,15 @@ class Kernel:
         self._type_errors: list[tuple[FlagSpec, str, str]] = []
         self._parser: _Parser | None = None
         self._snapshot: dict[str, Any] = {}
+        #: Seconds spent per stage: "add_args" once, then per resolve "parse",
+        #: "normalize", "derive", "validate" (overwritten by each resolve).
+        self.timings: dict[str, float] = {}
+        started = time.perf_counter()
         self._impls = self._collect_implementations()
         for record in plugins.active():
             self._declare(record, self.table)
         self._learn_inactive_flags()
+        self.timings["add_args"] = time.perf_counter() - started
         for record in plugins.records.values():
             if record.status == "broken":
                 self.setup_problems.append(Problem(
@@ -240,6 +246,7 @@ class Kernel:
         ignore_unknown: bool = False,
     ) -> tuple[Draft, ProblemSink]:
         """Fill values from every source, without running the plugin phases."""
+        started = time.perf_counter()
         sink = ProblemSink(problems=list(self.setup_problems))
         if target is None:
             target = TargetEnvironment(environ=environ)
@@ -259,6 +266,7 @@ class Kernel:
         if defaults:
             self._apply_caller_defaults(defaults, values, provenance, sink)
         draft = Draft(values, provenance, self.table, sink, target)
+        self.timings["parse"] = time.perf_counter() - started
         return draft, sink
 
     def _apply_config_file(self, path: str, values: dict[str, Any],
@@ -422,6 +430,7 @@ class Kernel:
         """Run normalize, derive and validate over a parsed draft; raise if any problem."""
         order = [record for record in self.plugins.active() if record.status == ACTIVE]
         for phase in PHASES:
+            started = time.perf_counter()
             object.__setattr__(draft, "phase", phase)
             object.__setattr__(draft, "_read_only", phase == "validate")
             if phase == "validate":
@@ -432,6 +441,7 @@ class Kernel:
                 if impl is None:
                     continue
                 self._run_hook(impl, record, phase, draft, sink)
+            self.timings[phase] = time.perf_counter() - started
         sink.current_plugin = None
         if sink.problems:
             raise ConfigError(_dedupe(sink.problems))

@@ -82,6 +82,7 @@ def validate_args(
     *,
     target: TargetEnvironment | None = None,
     environ: Mapping[str, str] | None = None,
+    torch_types: bool = True,
     _earlier: ProblemSink | None = None,
 ) -> argparse.Namespace:
     """Normalize, derive and validate ``args`` in place, like Megatron's ``validate_args``.
@@ -103,7 +104,7 @@ def validate_args(
         kernel._apply_caller_defaults(defaults, values, provenance, sink)
     draft = Draft(values, provenance, kernel.table, sink, target)
     resolved = kernel.finish(draft, sink)
-    final = resolved.to_namespace(torch_types=True)
+    final = resolved.to_namespace(torch_types=torch_types)
     for key in list(vars(args)):
         if not key.startswith("_") and key not in vars(final):
             delattr(args, key)
@@ -121,14 +122,20 @@ def parse_and_validate_args(
     argv: Sequence[str] | None = None,
     environ: Mapping[str, str] | None = None,
     target: TargetEnvironment | None = None,
+    torch_types: bool = True,
 ) -> argparse.Namespace:
-    """``parse_args`` then ``validate_args``, as Megatron's entry points call them."""
+    """``parse_args`` then ``validate_args``, as Megatron's entry points call them.
+
+    ``torch_types=False`` keeps dtypes as :class:`megaplug.TorchDType` (equal to, and
+    printed like, the torch dtype) so a caller that only inspects values never imports torch.
+    """
     # Parse problems do not stop here: validation runs too, so one report has everything.
     args, sink = _parse(extra_args_provider, ignore_unknown_args, argv, environ)
     defaults = dict(args_defaults or {})
     if getattr(args, "use_checkpoint_args", False) or defaults.get("use_checkpoint_args", False):
         _load_checkpoint_args(args, sink)
-    return validate_args(args, defaults, target=target, environ=environ, _earlier=sink)
+    return validate_args(args, defaults, target=target, environ=environ,
+                         torch_types=torch_types, _earlier=sink)
 
 
 def _load_checkpoint_args(args: argparse.Namespace, sink: ProblemSink) -> None:
