@@ -229,7 +229,7 @@ def test_constant_weight_decay_fills_start_and_end():
 
 def test_constant_weight_decay_rejects_start_and_end():
     text = messages("--start-weight-decay", "0.1")
-    assert "--start-weight-decay need a varying weight-decay schedule" in text
+    assert "--start-weight-decay needs a varying weight-decay schedule" in text
 
 
 def test_varying_weight_decay_needs_start_and_end():

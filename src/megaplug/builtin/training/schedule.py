@@ -24,7 +24,8 @@ def check_weight_decay_range(config: Draft) -> None:
         given = [f for f, g in (("--start-weight-decay", start_given),
                                 ("--end-weight-decay", end_given)) if g]
         if given:
-            config.error(f"{' and '.join(given)} need a varying weight-decay schedule, but "
+            verb = "need" if len(given) > 1 else "needs"
+            config.error(f"{' and '.join(given)} {verb} a varying weight-decay schedule, but "
                          "--weight-decay-incr-style is constant",
                          flags=(*given, "weight_decay_incr_style"),
                          hint="use --weight-decay for a constant decay, or set "
