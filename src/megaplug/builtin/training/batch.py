@@ -70,6 +70,7 @@ def derive_eval_batch_sizes(config: Draft) -> None:
 
 
 def check_micro_batch_size(config: Draft) -> None:
+    """A positive micro batch size is required."""
     micro = config.micro_batch_size
     if micro is None:
         config.error("--micro-batch-size is required", flags=("micro_batch_size",),
@@ -80,6 +81,7 @@ def check_micro_batch_size(config: Draft) -> None:
 
 
 def check_global_batch_size(config: Draft) -> None:
+    """The global batch size, given or derived, must be positive."""
     size = config.global_batch_size
     if size is not None and size <= 0:
         config.error(f"--global-batch-size {size} must be positive",
@@ -89,6 +91,7 @@ def check_global_batch_size(config: Draft) -> None:
 
 
 def check_step_schedule_excludes_global_batch(config: Draft) -> None:
+    """A step schedule sets the global batch size itself."""
     if config.step_batch_size_schedule is not None and global_batch_size_was_given(config):
         config.error("--step-batch-size-schedule and --global-batch-size cannot be used together",
                      flags=("step_batch_size_schedule", "global_batch_size"),

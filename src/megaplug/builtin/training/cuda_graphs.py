@@ -139,6 +139,7 @@ def derive_te_rng_tracker(config: Draft) -> None:
 
 
 def check_full_iteration_has_no_modules(config: Draft) -> None:
+    """Whole-iteration capture has no per-module selection."""
     if config.cuda_graph_impl == "full_iteration" and config.cuda_graph_modules:
         names = " ".join(m.name if isinstance(m, CudaGraphModule) else str(m)
                          for m in config.cuda_graph_modules)

@@ -51,6 +51,7 @@ def derive_persist_layer_norm(config: Draft) -> None:
 
 
 def derive_dataloader_type(config: Draft) -> None:
+    """Without a choice, data is read in a single pass."""
     if config.dataloader_type is None:
         config.set("dataloader_type", "single", reason="the single-pass loader is the default")
 
@@ -72,6 +73,7 @@ def derive_nan_check(config: Draft) -> None:
 
 
 def check_te_cross_entropy(config: Draft) -> None:
+    """Transformer Engine's fused cross entropy is stable only from TE 2.19 on."""
     if not (config.cross_entropy_loss_fusion and config.cross_entropy_fusion_impl == "te"):
         return
     if config.env.version_at_least("transformer_engine", "2.19.0"):

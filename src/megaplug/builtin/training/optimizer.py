@@ -27,6 +27,7 @@ def normalize_retired_warmup(config: Draft) -> None:
 
 
 def warn_dist_muon(config: Draft) -> None:
+    """dist_muon still works but has a replacement."""
     if config.optimizer == "dist_muon":
         config.warn("--optimizer dist_muon is deprecated; use --optimizer muon with "
                     "--use-distributed-optimizer", flags=("optimizer",))

@@ -34,6 +34,7 @@ def derive_cpu_offloading(config: Draft) -> None:
 
 
 def check_distributed_saved_activations(config: Draft) -> None:
+    """Sharding saved activations needs TP > 1, full recomputation and a method."""
     if not config.distribute_saved_activations:
         return
     tensor_parallel = config.get("tensor_model_parallel_size", 1) or 1
@@ -59,6 +60,7 @@ def check_distributed_saved_activations(config: Draft) -> None:
 
 
 def check_selective_has_no_method(config: Draft) -> None:
+    """Recompute methods apply to full recomputation only."""
     if config.recompute_granularity == "selective" and config.recompute_method is not None:
         config.error(f"--recompute-method {config.recompute_method} is not supported with "
                      "selective recomputation (recompute method is not yet supported for "
@@ -68,6 +70,7 @@ def check_selective_has_no_method(config: Draft) -> None:
 
 
 def check_fine_grained_offloading(config: Draft) -> None:
+    """Fine-grained offloading runs on Transformer Engine layers, with TE's v1 offload path."""
     if not config.fine_grained_activation_offloading:
         return
     impl = config.get("transformer_impl", "transformer_engine")

@@ -17,6 +17,7 @@ def derive_weight_decay_range(config: Draft) -> None:
 
 
 def check_weight_decay_range(config: Draft) -> None:
+    """Start/end weight decay go with a varying schedule, and only with one."""
     style = config.weight_decay_incr_style
     start_given = config.given("start_weight_decay")
     end_given = config.given("end_weight_decay")
@@ -88,6 +89,7 @@ def check_sample_based(config: Draft) -> None:
 
 
 def check_learning_rate_floor(config: Draft) -> None:
+    """The learning-rate floor cannot exceed the peak learning rate."""
     lr, min_lr = config.lr, config.min_lr
     if lr is not None and min_lr is not None and min_lr > lr:
         config.error(f"--min-lr {min_lr} is above --lr {lr}", flags=("min_lr", "lr"),
