@@ -64,8 +64,12 @@ def _build_parser() -> argparse.ArgumentParser:
     resolve = commands.add_parser("resolve", help="resolve ARGS and print every value")
     resolve_options(resolve)
     resolve.add_argument("--format", choices=("json", "yaml"), default="json")
-    resolve.add_argument("--provenance", action="store_true",
-                         help="print where each value came from instead of the values")
+    shown = resolve.add_mutually_exclusive_group()
+    shown.add_argument("--provenance", action="store_true",
+                       help="print where each value came from instead of the values")
+    shown.add_argument("--given", action="store_true",
+                       help="print only the settings as given (a config file that reproduces "
+                            "this resolve with --config)")
 
     # DEST_OR_FLAG is taken out before parsing: a flag spelling would look like an option.
     explain = commands.add_parser("explain", help="one setting: owner, type, value, provenance",
@@ -282,6 +286,11 @@ def _cmd_resolve(options: argparse.Namespace, args: list[str]) -> int:
     values = {k: encode(v) for k, v in vars(namespace).items() if not k.startswith("_megaplug")}
     if options.provenance:
         values = {k: provenance[k].to_dict() for k in sorted(values) if k in provenance}
+    elif options.given:
+        from ._config import Resolved
+
+        given = Resolved({}, provenance, None, [], []).given()  # type: ignore[arg-type]
+        values = {k: encode(v) for k, v in given.items() if k not in ("rank", "world_size")}
     if options.format == "yaml":
         import yaml
 

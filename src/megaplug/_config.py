@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Iterator, Mapping
 
@@ -45,6 +45,9 @@ class Provenance:
     inputs: tuple[str, ...] = ()
     reason: str = ""
     previous: "Provenance | None" = None
+    #: For the given sources (command line, files, environment, caller, checkpoint): the
+    #: value as given, before any plugin changed it.
+    value: Any = field(default=None, compare=False, repr=False)
 
     def describe(self) -> str:
         if self.source in ("normalized", "derived"):
@@ -264,6 +267,19 @@ class Resolved:
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self._values)
+
+    def given(self) -> dict[str, Any]:
+        """The settings the user or caller supplied, as supplied (before normalize/derive).
+
+        Dumped to a config file and resolved again, they reproduce this configuration.
+        """
+        given = {}
+        for name, record in self._provenance.items():
+            for step in record.history():
+                if step.source in GIVEN_SOURCES:
+                    given[name] = step.value
+                    break
+        return given
 
     def to_namespace(self, *, torch_types: bool = False) -> argparse.Namespace:
         """A plain ``argparse.Namespace`` copy; ``torch_types`` turns dtypes into ``torch.dtype``."""

@@ -293,7 +293,7 @@ class Kernel:
                 continue
             values[spec.dest] = value
             provenance[spec.dest] = Provenance("config-file", path, spec.plugin,
-                                               previous=provenance.get(spec.dest))
+                                               previous=provenance.get(spec.dest), value=value)
 
     def _config_value(self, spec: FlagSpec, raw: Any) -> Any:
         if spec.action in ("store_true", "store_false", "boolean_optional") and not isinstance(raw, bool):
@@ -323,7 +323,7 @@ class Kernel:
                 continue
             values[spec.dest] = value
             provenance[spec.dest] = Provenance("environment", variable, spec.plugin,
-                                               previous=provenance.get(spec.dest))
+                                               previous=provenance.get(spec.dest), value=value)
 
     def _apply_command_line(self, argv: Sequence[str], values: dict[str, Any],
                             provenance: dict[str, Provenance], sink: ProblemSink,
@@ -353,7 +353,7 @@ class Kernel:
             values[dest] = value
             spelling = spellings.get(dest) or spec.primary
             provenance[dest] = Provenance("command-line", spelling, spec.plugin,
-                                          previous=provenance.get(dest))
+                                          previous=provenance.get(dest), value=value)
             used = self.table.by_option.get(spelling)
             if used is not None and used.deprecated:
                 sink.warnings.append(_warning(f"{spelling} is deprecated: {used.deprecated}",
@@ -424,7 +424,7 @@ class Kernel:
                 continue
             values[key] = default
             provenance[key] = Provenance("caller-default", "", self.table.owner(key),
-                                         previous=provenance.get(key))
+                                         previous=provenance.get(key), value=default)
 
     def finish(self, draft: Draft, sink: ProblemSink) -> Resolved:
         """Run normalize, derive and validate over a parsed draft; raise if any problem."""

@@ -171,7 +171,7 @@ def _load_checkpoint_args(args: argparse.Namespace, sink: ProblemSink) -> None:
     provenance = getattr(args, _PROVENANCE_ATTR)
     for name in changed:
         provenance[name] = Provenance("checkpoint", str(load_dir), kernel.table.owner(name),
-                                      previous=provenance.get(name))
+                                      previous=provenance.get(name), value=changed[name])
     sink.current_plugin = None
 
 
