@@ -287,7 +287,8 @@ def test_overlap_param_gather_with_optimizer_step_prerequisites():
 def test_several_distributed_optimizer_instances():
     assert messages(["--num-distributed-optimizer-instances", "3"]) == [
         "--num-distributed-optimizer-instances 3 needs --use-distributed-optimizer",
-        "data-parallel size 8 is not divisible by --num-distributed-optimizer-instances 3"]
+        "8 data x context-parallel ranks cannot be split into "
+        "--num-distributed-optimizer-instances 3 equal groups"]
     assert resolve(["--num-distributed-optimizer-instances", "2", "--use-distributed-optimizer"]) \
         .num_distributed_optimizer_instances == 2
     assert messages(["--num-distributed-optimizer-instances", "0"]) == [

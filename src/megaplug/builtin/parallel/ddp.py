@@ -64,12 +64,15 @@ def check_distributed_optimizer_instances(config: Draft) -> None:
                      "--use-distributed-optimizer",
                      flags=("num_distributed_optimizer_instances", "use_distributed_optimizer"),
                      hint="add --use-distributed-optimizer")
-    dp = config.data_parallel_size
-    if dp is not None and dp % instances:
-        config.error(f"data-parallel size {dp} is not divisible by "
-                     f"--num-distributed-optimizer-instances {instances}",
+    if config.data_parallel_size is None:
+        return
+    # each instance shards over an equal slice of the combined data x context group
+    ranks = config.data_parallel_size * config.context_parallel_size
+    if ranks % instances:
+        config.error(f"{ranks} data x context-parallel ranks cannot be split into "
+                     f"--num-distributed-optimizer-instances {instances} equal groups",
                      flags=("num_distributed_optimizer_instances",),
-                     hint="use a number of instances that divides the data-parallel size")
+                     hint="use a number of instances that divides " + str(ranks))
 
 
 def _gloo_disabled_by_user(config: Draft) -> bool:
