@@ -174,7 +174,7 @@ def derive_non_interleaved_schedule(config: Draft) -> None:
     for name in changed:
         config.set(name, False, inputs=("virtual_pipeline_model_parallel_size",),
                    reason="the non-interleaved schedule does not support it")
-    if changed and config.pipeline_model_parallel_size > 1 and config.rank == 0:
+    if changed and config.pipeline_model_parallel_size > 1:
         config.warn("turning off p2p communication overlap and aligned parameter all-gather: "
                     "the non-interleaved pipeline schedule supports neither",
                     flags=("overlap_p2p_comm", "align_param_gather"))
