@@ -108,17 +108,19 @@ def _gtp_kernel(fold: bool) -> Kernel:
     return Kernel(PluginSet(PluginSelection(autoload=False), builtins=plugins))
 
 
-def test_gtp_weight_shards_count_in_the_model_replica():
+def _resolve_with_gtp(fold: bool) -> megaplug.Resolved:
     env = {**ENV, "WORLD_SIZE": "16"}
-    resolved = _gtp_kernel(fold=False).resolve(["--tensor-model-parallel-size", "2"], environ=env,
-                                               target=megaplug.TargetEnvironment(environ=env, device_capability=(9, 0)))
-    assert resolved.data_parallel_size == 4
+    target = megaplug.TargetEnvironment(environ=env, device_capability=(9, 0))
+    return _gtp_kernel(fold).resolve(["--tensor-model-parallel-size", "2"], environ=env,
+                                     target=target)
+
+
+def test_gtp_weight_shards_count_in_the_model_replica():
+    assert _resolve_with_gtp(fold=False).data_parallel_size == 4
 
 
 def test_gtp_sequence_shards_folded_into_cp_do_not_count_twice():
-    env = {**ENV, "WORLD_SIZE": "16"}
-    resolved = _gtp_kernel(fold=True).resolve(["--tensor-model-parallel-size", "2"], environ=env,
-                                              target=megaplug.TargetEnvironment(environ=env, device_capability=(9, 0)))
+    resolved = _resolve_with_gtp(fold=True)
     assert resolved.context_parallel_size == 2
     assert resolved.data_parallel_size == 4
 

@@ -208,7 +208,8 @@ def check_precision_aware_dtypes(config: Draft) -> None:
                if str(config[name]) not in ("fp32", "torch.float32")]
     if lowered:
         config.warn(f"{', '.join(config.spelling(n) for n in lowered)} take effect only with "
-                    "--use-precision-aware-optimizer", flags=(*lowered, "use_precision_aware_optimizer"))
+                    "--use-precision-aware-optimizer",
+                    flags=(*lowered, "use_precision_aware_optimizer"))
 
 
 CHECKS: tuple[Callable[[Draft], None], ...] = (

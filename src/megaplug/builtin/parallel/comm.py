@@ -167,7 +167,8 @@ def derive_high_priority_stream_groups(config: Draft) -> None:
     if not (fsdp2 or (megatron_fsdp and _arch_major(config) >= 10)):
         return
     groups = list(config.high_priority_stream_groups or [])
-    wanted = ["dp_cp"] + (["ep_dp"] if (config.get("expert_model_parallel_size", 1) or 1) > 1 else [])
+    expert_parallel = (config.get("expert_model_parallel_size", 1) or 1) > 1
+    wanted = ["dp_cp"] + (["ep_dp"] if expert_parallel else [])
     added = [group for group in wanted if group not in groups]
     if added:
         config.set("high_priority_stream_groups", groups + added,

@@ -58,7 +58,8 @@ class _Parser:
             item = self.repeated(self.atom())
             length += len(item)
             if length > MAX_EXPANDED:
-                raise LayoutError(f"layout {self.text!r} expands to more than {MAX_EXPANDED} entries")
+                raise LayoutError(
+                    f"layout {self.text!r} expands to more than {MAX_EXPANDED} entries")
             parts.append(item)
         return "".join(parts)
 

@@ -47,7 +47,8 @@ class ParallelOptions:
 
     # -- tensor-parallel communication overlap ------------------------------------------
     tp_comm_overlap: Annotated[bool, Flag(
-        help="Overlap tensor-parallel communication with GEMMs (needs sequence parallelism).")] = False
+        help="Overlap tensor-parallel communication with GEMMs (needs sequence "
+             "parallelism).")] = False
     tp_comm_bulk_wgrad: Annotated[bool, Flag(
         "--no-tp-comm-bulk-wgrad", "--disable-tp-comm-bulk-wgrad",
         help="Do not overlap the bulk all-gather with the weight-gradient GEMM.")] = True
@@ -105,7 +106,8 @@ class ParallelOptions:
         help="Virtual pipeline stages each pipeline rank runs (interleaved schedule).")] = None
     overlap_p2p_comm: Annotated[bool, Flag(
         "--no-overlap-p2p-communication",
-        help="Do not overlap pipeline send/receive with compute in the interleaved schedule.")] = True
+        help="Do not overlap pipeline send/receive with compute in the interleaved "
+             "schedule.")] = True
 
     # -- distributed init -----------------------------------------------------------------
     distributed_backend: Annotated[Literal["nccl", "gloo"], Flag(
@@ -166,7 +168,8 @@ class ParallelOptions:
     ddp_pad_buckets_for_high_nccl_busbw: Annotated[bool, Flag(
         help="Pad buckets to a multiple of 2^16 elements for better NCCL bus bandwidth.")] = False
     ddp_reduce_scatter_with_fp32_accumulation: Annotated[bool, Flag(
-        help="Reduce-scatter in low precision over the wire but accumulate locally in fp32.")] = False
+        help="Reduce-scatter in low precision over the wire but accumulate locally in "
+             "fp32.")] = False
     ddp_param_name_patterns_for_fp32_local_accumulation: Annotated[list[Any], Flag(
         help="fnmatch patterns of parameter names whose gradients accumulate locally in "
              "fp32 ('all' matches every parameter).")] = field(default_factory=list)
@@ -183,7 +186,8 @@ class ParallelOptions:
         help="Shard optimizer state across data-parallel ranks.")] = False
     use_layer_wise_param_layout: Annotated[bool, Flag(
         "--no-use-layer-wise-param-layout",
-        help="Use the legacy layer-wise parameter buffer instead of the precomputed layout.")] = True
+        help="Use the legacy layer-wise parameter buffer instead of the precomputed "
+             "layout.")] = True
     nccl_ub: Annotated[bool, Flag(
         "--use-nccl-ub",
         help="Register data-parallel communication buffers as NCCL user buffers.")] = False

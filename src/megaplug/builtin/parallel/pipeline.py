@@ -141,8 +141,7 @@ def _stages_from_layers_per_stage(config: Draft) -> Optional[int]:
 
 
 def _counted(config: Draft, layers: int) -> str:
-    extras = [word for word, name in (("embedding", ACCOUNTING_FLAGS[0]), ("loss", ACCOUNTING_FLAGS[1]))
-              if config[name]]
+    extras = [word for word, name in zip(("embedding", "loss"), ACCOUNTING_FLAGS) if config[name]]
     if not extras:
         return f"{layers} layers"
     return f"{layers} layers (counting the {' and '.join(extras)})"

@@ -4,7 +4,7 @@ gradient reduction and of a few special tensors."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Optional, Union
+from typing import Optional, Union
 
 from typing_extensions import Annotated
 
@@ -75,7 +75,8 @@ class PrecisionOptions:
         help="Static loss scale (a power of two helps fp16); none means dynamic scaling.")] = None
     initial_loss_scale: Annotated[float, Flag(
         help="Starting loss scale for dynamic scaling.")] = 2**32
-    min_loss_scale: Annotated[float, Flag(help="Smallest loss scale dynamic scaling may use.")] = 1.0
+    min_loss_scale: Annotated[float, Flag(
+        help="Smallest loss scale dynamic scaling may use.")] = 1.0
     loss_scale_window: Annotated[float, Flag(
         help="Iterations without overflow before dynamic scaling raises the scale.")] = 1000
     hysteresis: Annotated[int, Flag(

@@ -176,7 +176,8 @@ def check_block_cuda_graph_fp8(config: Draft) -> None:
 def check_mixed_precision_options(config: Draft) -> None:
     """fp16 cross entropy needs fp16; an fp32 residual stream needs fp16 or bf16."""
     if config.fp16_lm_cross_entropy and not config.fp16:
-        config.error("--fp16-lm-cross-entropy needs --fp16", flags=("fp16_lm_cross_entropy", "fp16"),
+        config.error("--fp16-lm-cross-entropy needs --fp16",
+                     flags=("fp16_lm_cross_entropy", "fp16"),
                      hint="add --fp16 or drop --fp16-lm-cross-entropy")
     if config.get("fp32_residual_connection") and not (config.fp16 or config.bf16):
         config.error("--fp32-residual-connection needs --fp16 or --bf16",
