@@ -139,6 +139,28 @@ def differing_keys(per_rank: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]
             if len({json.dumps(values.get(k, missing), sort_keys=True) for values in per_rank}) > 1}
 
 
+def gather_json(value: Any) -> list[Any]:
+    """Every rank's ``value`` (JSON-serializable), in rank order.
+
+    Like ``all_gather_object``, but as JSON bytes: nothing from another rank is unpickled,
+    and it needs no numpy (``all_gather_object`` does, on CPU).
+    """
+    import torch
+    import torch.distributed as dist
+
+    data = torch.tensor(list(json.dumps(value, sort_keys=True).encode("utf-8")),
+                        dtype=torch.uint8)
+    world = dist.get_world_size()
+    sizes = [torch.zeros(1, dtype=torch.long) for _ in range(world)]
+    dist.all_gather(sizes, torch.tensor([data.numel()], dtype=torch.long))
+    longest = max(int(s) for s in sizes)
+    padded = torch.zeros(longest, dtype=torch.uint8)
+    padded[:data.numel()] = data
+    buffers = [torch.zeros(longest, dtype=torch.uint8) for _ in range(world)]
+    dist.all_gather(buffers, padded)
+    return [json.loads(bytes(b[:int(n)].tolist()).decode("utf-8")) for b, n in zip(buffers, sizes)]
+
+
 def check_same_config(args: argparse.Namespace) -> str:
     """Stop every rank if the ranks resolved different configurations; return the fingerprint."""
     import torch.distributed as dist
@@ -147,13 +169,9 @@ def check_same_config(args: argparse.Namespace) -> str:
     mine = fingerprint(values)
     if not (dist.is_available() and dist.is_initialized()):
         return mine
-    prints: list[Any] = [None] * dist.get_world_size()
-    dist.all_gather_object(prints, mine)
-    if len(set(prints)) == 1:
+    if len(set(gather_json(mine))) == 1:
         return mine
-    gathered: list[Any] = [None] * dist.get_world_size()
-    dist.all_gather_object(gathered, values)
-    diff = differing_keys(gathered)
+    diff = differing_keys(gather_json(values))
     shown = "; ".join(
         f"{key} ({', '.join(f'rank {r}: {json.dumps(v)}' for r, v in enumerate(vals))})"
         for key, vals in diff.items())

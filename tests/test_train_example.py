@@ -1,0 +1,294 @@
+"""examples/train_gpt.py: resolved by megaplug, trains, checkpoints, runs data parallel.
+
+The training runs are subprocesses on the 2-iteration config (plus a few iterations where
+the test needs them); the torchrun ones use ``python -m torch.distributed.run`` with gloo.
+Tests that need torch are skipped only when torch is not importable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import io
+import math
+import os
+import re
+import subprocess
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+SCRIPT = EXAMPLES / "train_gpt.py"
+TWO_ITER = EXAMPLES / "configs" / "tiny-gpt-2iter.yaml"
+LOG_LINE = re.compile(r"^iteration\s+(\d+)/(\d+) \| loss (\S+) \| lr (\S+) \|", re.M)
+
+try:
+    import warnings
+
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    import torch  # noqa: F401
+
+    HAVE_TORCH = True
+except ImportError:  # pragma: no cover - CI installs torch
+    HAVE_TORCH = False
+needs_torch = pytest.mark.skipif(not HAVE_TORCH, reason="torch is not importable")
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("train_gpt_under_test", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+train_gpt = load_script()
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+           and not k.startswith(train_gpt.TEST_EXTRA_ARGS)}
+    env.update(OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", **extra)
+    return env
+
+
+def train(*args: str, nproc: int = 1, env: dict[str, str] | None = None,
+          timeout: int = 120) -> subprocess.CompletedProcess:
+    command = [sys.executable, str(SCRIPT)]
+    if nproc > 1:
+        command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                   f"--nproc-per-node={nproc}", str(SCRIPT)]
+    return subprocess.run([*command, *args], capture_output=True, text=True, cwd=ROOT,
+                          env=env or clean_env(), timeout=timeout)
+
+
+def losses(output: str) -> dict[int, float]:
+    return {int(m.group(1)): float(m.group(3)) for m in LOG_LINE.finditer(output)}
+
+
+def ok(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    return result.stdout
+
+
+# -- the parts, in process -------------------------------------------------------------
+
+
+def test_default_config_unless_one_is_given() -> None:
+    assert train_gpt.command_line([], {})[:2] == ["--config", str(train_gpt.DEFAULT_CONFIG)]
+    assert train_gpt.command_line(["--config=x.yaml"], {}) == ["--config=x.yaml"]
+    assert train_gpt.command_line(["--config", "x.yaml", "--lr", "1"], {})[:2] == [
+        "--config", "x.yaml"]
+
+
+def test_test_only_extra_arguments_apply_to_their_rank() -> None:
+    env = {"RANK": "1", "TRAIN_GPT_EXTRA_ARGS_RANK1": "--seed 7"}
+    assert train_gpt.command_line(["--config", "c"], env) == ["--config", "c", "--seed", "7"]
+    assert train_gpt.command_line(["--config", "c"], {**env, "RANK": "0"}) == ["--config", "c"]
+
+
+def test_help_documents_the_embedded_config(capsys) -> None:
+    assert train_gpt.main(["--help"], {}) == 0
+    assert "examples/configs/tiny-gpt.yaml" in capsys.readouterr().out
+
+
+def test_configuration_errors_exit_2_with_every_problem() -> None:
+    err = io.StringIO()
+    with redirect_stderr(err), redirect_stdout(io.StringIO()):
+        code = train_gpt.main(["--num-layers", "two", "--no-such-flag"], clean_env())
+    assert code == 2
+    text = err.getvalue()
+    assert "--num-layers: invalid int value 'two'" in text
+    assert "--no-such-flag" in text
+
+
+def test_fingerprint_is_canonical_and_ignores_per_rank_keys() -> None:
+    import enum
+
+    class Backend(enum.Enum):
+        auto = 1
+
+    a = argparse.Namespace(rank=0, local_rank=0, lr=0.1, layers=[1, 2], backend=Backend.auto,
+                           _megaplug_kernel=object())
+    b = argparse.Namespace(backend=Backend.auto, layers=(1, 2), lr=0.1, rank=1, local_rank=1)
+    values = train_gpt.fingerprint_values(a)
+    assert values == {"backend": "Backend.auto", "layers": [1, 2], "lr": 0.1}
+    assert train_gpt.fingerprint(values) == train_gpt.fingerprint(train_gpt.fingerprint_values(b))
+    c = argparse.Namespace(**{**vars(b), "lr": 0.2})
+    assert train_gpt.fingerprint(values) != train_gpt.fingerprint(train_gpt.fingerprint_values(c))
+
+
+def test_differing_keys_name_each_ranks_value() -> None:
+    diff = train_gpt.differing_keys([{"seed": 1, "lr": 0.1}, {"seed": 7, "lr": 0.1, "x": 1}])
+    assert diff == {"seed": [1, 7], "x": ["<not set>", 1]}
+
+
+def test_vocab_padding_follows_megatron() -> None:
+    sys.path.insert(0, str(EXAMPLES))
+    from tiny_tokenizer import ByteTokenizer, vocab_size_with_padding
+
+    assert ByteTokenizer().vocab_size == 257
+    assert vocab_size_with_padding(257, 128) == 384
+    assert vocab_size_with_padding(257, 128, tensor_model_parallel_size=2) == 512
+    assert vocab_size_with_padding(256, 64) == 256
+    text = "héllo"
+    assert ByteTokenizer().detokenize(ByteTokenizer().tokenize(text) + [256]) == text
+
+
+@pytest.mark.parametrize("style, step, expected", [
+    ("constant", 1, 0.5), ("linear", 2, 1.0), ("constant", 10, 1.0), ("linear", 6, 0.55), ("cosine", 6, 0.55),
+    ("cosine", 3, 0.1 + 0.9 * 0.5 * (math.cos(math.pi / 8) + 1)), ("linear", 11, 0.1),
+    ("linear", 50, 0.1)])
+def test_learning_rate_schedule(style: str, step: int, expected: float) -> None:
+    args = argparse.Namespace(lr=1.0, min_lr=0.1, lr_warmup_init=0.0, lr_decay_iters=None,
+                              train_iters=10, lr_warmup_fraction=None, lr_warmup_iters=2,
+                              lr_decay_style=style)
+    assert train_gpt.LRSchedule(args).lr(step) == pytest.approx(expected)
+
+
+def test_split_weights() -> None:
+    assert train_gpt.split_weights(None) == [95.0, 5.0]
+    assert train_gpt.split_weights("969, 30, 1") == [969.0, 30.0]
+    assert train_gpt.split_weights("100,0,0") == [100.0, 5.0]
+
+
+# -- training runs ------------------------------------------------------------------------
+
+
+def train_here(*args: str) -> tuple[int, str, str]:
+    """Run the script's main() in this process (saves a torch import per run)."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = train_gpt.main(list(args), clean_env())
+    return code, out.getvalue(), err.getvalue()
+
+
+def ok_here(*args: str) -> str:
+    code, out, err = train_here(*args)
+    assert code == 0, f"stdout:\n{out}\nstderr:\n{err}"
+    return out
+
+
+@pytest.fixture(scope="module")
+def twelve_iterations() -> str:
+    """One command-line run of 12 iterations, shared by the tests that compare with it."""
+    if not HAVE_TORCH:
+        pytest.skip("torch is not importable")
+    return ok(train("--config", str(TWO_ITER), "--train-iters", "12", "--lr-decay-iters", "12"))
+
+
+@needs_torch
+def test_loss_goes_down_on_the_shipped_corpus(twelve_iterations: str) -> None:
+    found = losses(twelve_iterations)
+    assert sorted(found) == list(range(1, 13))
+    assert all(math.isfinite(v) for v in found.values())
+    assert found[12] < found[1] - 0.5, found
+    assert "done: 12 iterations" in twelve_iterations
+    assert "data parallel size 1" in twelve_iterations
+
+
+@needs_torch
+def test_checkpoint_round_trip_resumes_at_the_saved_iteration(tmp_path: Path) -> None:
+    save = tmp_path / "ckpt"
+    first = ok_here("--config", str(TWO_ITER), "--train-iters", "4", "--save", str(save),
+                    "--save-interval", "2")
+    assert (save / "latest_checkpointed_iteration.txt").read_text().strip() == "4"
+    for iteration in (2, 4):
+        assert (save / f"iter_{iteration:07d}" / "mp_rank_00" / "model_optim_rng.pt").is_file()
+
+    state = train_gpt.safe_load(save / "iter_0000002" / "mp_rank_00" / "model_optim_rng.pt")
+    assert state["iteration"] == 2
+    assert {"model", "optimizer", "opt_param_scheduler", "rng_state", "args"} <= set(state)
+    args = state["args"]
+    assert isinstance(args, argparse.Namespace)
+    assert (args.num_layers, args.hidden_size, args.iteration) == (2, 32, 2)
+    assert args.consumed_train_samples == 16
+    assert args.normalization == "RMSNorm" and args.swiglu is True
+    assert str(args.params_dtype) == "torch.float32"
+    assert not any(k.startswith("_") for k in vars(args))
+
+    # resume from iteration 2: the same iterations 3 and 4, with the same losses
+    (save / "latest_checkpointed_iteration.txt").write_text("2\n")
+    resumed = ok_here("--config", str(TWO_ITER), "--train-iters", "4", "--load", str(save))
+    assert f"loaded {save / 'iter_0000002' / 'mp_rank_00' / 'model_optim_rng.pt'} (iteration 2)" \
+        in resumed
+    before, after = losses(first), losses(resumed)
+    assert sorted(after) == [3, 4]
+    assert after[3] == pytest.approx(before[3], rel=1e-5)
+    assert after[4] == pytest.approx(before[4], rel=1e-5)
+
+    # a different architecture does not fit the checkpoint ...
+    code, _, err = train_here("--config", str(TWO_ITER), "--load", str(save), "--train-iters",
+                              "5", "--normalization", "LayerNorm")
+    assert code == 1
+    assert "does not fit the configured model" in err and "--use-checkpoint-args" in err
+    # ... unless the architecture comes from the checkpoint (normalization is forced)
+    with_args = ok_here("--config", str(TWO_ITER), "--load", str(save), "--train-iters", "3",
+                        "--normalization", "LayerNorm", "--use-checkpoint-args")
+    assert sorted(losses(with_args)) == [3]
+
+
+@needs_torch
+def test_safe_loader_refuses_other_globals(tmp_path: Path) -> None:
+    import torch
+
+    path = tmp_path / "evil.pt"
+    torch.save({"args": argparse.Namespace(x=1), "payload": Path("/tmp")}, path)
+    with pytest.raises(train_gpt.TrainingError, match="does not construct"):
+        train_gpt.safe_load(path)
+
+
+@needs_torch
+def test_bf16_params_with_fp32_main_params() -> None:
+    out = ok_here("--config", str(TWO_ITER), "--bf16")
+    assert "31,456 parameters, bfloat16" in out
+    assert all(math.isfinite(v) for v in losses(out).values())
+
+
+@needs_torch
+def test_two_ranks_agree_and_match_the_single_process_run(twelve_iterations: str) -> None:
+    out = ok(train("--config", str(TWO_ITER), nproc=2, timeout=180))
+    assert re.search(r"configuration [0-9a-f]{64} agreed by 2 rank\(s\); data parallel size 2",
+                     out)
+    assert "micro 4 x 1 micro-batches x data parallel 2" in out
+    assert out.count("done: 2 iterations") == 1  # only rank 0 prints
+    parallel = losses(out)
+    assert sorted(parallel) == [1, 2] and all(math.isfinite(v) for v in parallel.values())
+    # The global batches are the same windows either way, and the first two steps use the
+    # same learning rate: data parallelism changes nothing.
+    single = losses(twelve_iterations)
+    for iteration in (1, 2):
+        assert parallel[iteration] == pytest.approx(single[iteration], rel=1e-4)
+
+
+@needs_torch
+def test_ranks_with_different_configurations_stop_naming_the_key() -> None:
+    env = clean_env(TRAIN_GPT_EXTRA_ARGS_RANK1="--seed 7")
+    result = train("--config", str(TWO_ITER), nproc=2, env=env, timeout=180)
+    assert result.returncode != 0
+    expected = ("ranks resolved different configurations; differing settings: "
+                "seed (rank 0: 1234, rank 1: 7)")
+    for rank in (0, 1):
+        assert f"[rank {rank}] error: {expected}" in result.stderr, result.stderr
+    assert "done:" not in result.stdout
+
+
+@needs_torch
+def test_lora_adapters_train_when_the_example_plugin_is_installed() -> None:
+    from importlib import metadata
+
+    try:
+        metadata.distribution("megaplug-example-plugin")
+    except metadata.PackageNotFoundError:
+        pytest.skip("megaplug-example-plugin is not installed")
+    out = ok_here("--config", str(TWO_ITER), "--lora-rank", "4", "--lora-alpha", "8",
+                  "--train-iters", "3")
+    assert "LoRA: rank 4, scaling 2, 4 adapted layers (linear_qkv, linear_proj)" in out
+    assert sorted(losses(out)) == [1, 2, 3]
+    code, _, err = train_here("-p", "no:lora", "--config", str(TWO_ITER), "--lora-rank", "4")
+    assert code == 2
+    assert "--lora-rank belongs to plugin 'lora', which is blocked" in err
