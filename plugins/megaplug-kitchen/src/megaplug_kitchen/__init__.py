@@ -1,0 +1,31 @@
+"""megaplug kitchen plugin: quantization recipes from the optional ``kitchen`` package.
+
+The plugin requires the ``kitchen`` package: without it megaplug marks the plugin
+unavailable, declares none of its flags, and tells a user who passes one what to install.
+``kitchen`` itself is never imported here; the model code that applies the recipe does that.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from megaplug import PluginInfo, Requirement, hookimpl
+
+from .options import KitchenOptions, declare
+
+if TYPE_CHECKING:
+    from megaplug._registry import FlagDeclarations
+
+__all__ = ["KitchenOptions", "megaplug_plugin"]
+
+megaplug_plugin = PluginInfo(
+    name="kitchen",
+    description="Kitchen quantization recipes (needs the kitchen package).",
+    requires=(Requirement("kitchen"),),
+)
+
+
+@hookimpl
+def add_args(flags: "FlagDeclarations") -> None:
+    """Declare --kitchen-config-file and --kitchen-recipe-number (mutually exclusive)."""
+    declare(flags)
