@@ -21,6 +21,7 @@ _EXPORTS = {
     "ConfigError": "._errors",
     "Draft": "._config",
     "Flag": "._options",
+    "FlagDeclarations": "._registry",
     "FromEnv": "._options",
     "PatternError": "._patterns",
     "PluginError": "._errors",
@@ -61,6 +62,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from ._options import Computed, Flag, FromEnv, enum_by_name
     from ._patterns import PatternError, parse_pattern
     from ._plugins import PluginInfo, Requirement
+    from ._registry import FlagDeclarations
     from ._target import TargetEnvironment
     from ._values import TorchDType
     from .hookspecs import hookimpl

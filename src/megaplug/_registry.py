@@ -79,6 +79,12 @@ class FlagTable:
                     else f"plugin {spec.plugin!r} declares twice"
                 )
                 raise PluginError(f"{who} the flag {option}")
+        if spec.env:
+            reader = self.by_env.get(spec.env)
+            if reader is not None and reader.dest != spec.dest:
+                raise PluginError(
+                    f"plugins {reader.plugin!r} and {spec.plugin!r} both read the environment "
+                    f"variable {spec.env} (into {reader.dest!r} and {spec.dest!r})")
         self.specs.append(spec)
         self.by_dest.setdefault(spec.dest, []).append(spec)
         for option in spec.option_strings:

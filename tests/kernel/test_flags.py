@@ -91,3 +91,25 @@ def test_deprecated_spelling_warns_and_migrates_with_provenance(make_kernel):
     assert resolved.lr == 0.5 and "old_lr" not in resolved
     assert any("--old-lr is deprecated: use --lr" in str(w) for w in resolved.warnings)
     assert resolved.source("lr").describe() == "normalized by core from old_lr (--old-lr is deprecated)"
+
+
+def test_two_plugins_reading_one_environment_variable_is_an_error(make_kernel):
+    from dataclasses import dataclass
+
+    from typing_extensions import Annotated
+
+    from megaplug import FromEnv, PluginInfo, hookimpl
+
+    @dataclass
+    class Other:
+        my_rank: Annotated[int, FromEnv("RANK")] = 0
+
+    class Reader:
+        megaplug_plugin = PluginInfo(name="reader")
+
+        @hookimpl
+        def add_args(self, flags):
+            flags.add_options(Other)
+
+    with pytest.raises(ConfigError, match="plugins 'core' and 'reader' both read the environment variable RANK"):
+        make_kernel(Core(), Reader()).resolve([], environ={})
