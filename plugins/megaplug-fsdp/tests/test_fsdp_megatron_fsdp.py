@@ -51,12 +51,6 @@ def test_single_grouped_moe_parameters_are_rejected(problems):
         "--use-megatron-fsdp does not support --moe-single-grouped-bias yet"]
 
 
-def test_only_sgd_and_adam_are_supported(problems):
-    assert problems(*MFSDP, "--optimizer", "lion") == [
-        "--use-megatron-fsdp does not support --optimizer lion yet"]
-    assert problems(*MFSDP, "--optimizer", "sgd") == []
-
-
 def test_weight_hash_check_needs_replicated_parameters(problems):
     found = problems(*MFSDP, "--check-weight-hash-across-dp-replicas-interval", "10")
     assert found == ["--check-weight-hash-across-dp-replicas-interval cannot be used when "

@@ -11,18 +11,6 @@ FSDP2 = ("--use-torch-fsdp2", "--no-gradient-accumulation-fusion",
          "--untie-embeddings-and-output-weights")
 
 
-def test_torch_dcp_needs_fsdp2(problems):
-    assert problems("--ckpt-format", "torch_dcp") == [
-        "--ckpt-format torch_dcp is tested only with --use-torch-fsdp2"]
-    assert problems(*FSDP2, "--ckpt-format", "torch_dcp") == []
-
-
-def test_torch_dcp_rejects_tensor_and_pipeline_parallelism(problems):
-    found = problems(*FSDP2, "--ckpt-format", "torch_dcp", "--tensor-model-parallel-size", "2")
-    assert found == ["--ckpt-format torch_dcp is not tested with tensor parallelism "
-                     "(--tensor-model-parallel-size 2)"]
-
-
 def test_fsdp_dtensor_needs_megatron_fsdp(problems):
     assert problems("--ckpt-format", "fsdp_dtensor") == [
         "--ckpt-format fsdp_dtensor is tested only with Megatron-FSDP"]
@@ -34,14 +22,6 @@ def test_manual_registration_needs_megatron_fsdp_and_nccl_ub(problems):
                      "--fsdp-manual-registration works only with --use-nccl-ub"]
     assert problems("--fsdp-manual-registration", "--use-megatron-fsdp", "--use-nccl-ub",
                     "--ckpt-format", "fsdp_dtensor") == []
-
-
-def test_model_parallel_with_fsdp_warns_before_blackwell(resolve):
-    hopper = resolve(*FSDP2, "--tensor-model-parallel-size", "2")
-    assert any("Torch-FSDP2 with tensor or context parallelism" in w.message
-               for w in hopper.warnings)
-    blackwell = resolve(*FSDP2, "--tensor-model-parallel-size", "2", device_capability=(10, 0))
-    assert not any("tensor or context parallelism" in w.message for w in blackwell.warnings)
 
 
 def test_without_fsdp_nothing_is_derived(resolve):

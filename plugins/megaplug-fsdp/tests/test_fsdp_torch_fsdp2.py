@@ -56,12 +56,6 @@ def test_single_cuda_connection_is_rejected(problems):
     assert problems(*FSDP2, env={"CUDA_DEVICE_MAX_CONNECTIONS": "32"}) == []
 
 
-def test_emerging_optimizers_are_rejected(problems):
-    found = problems(*FSDP2, "--optimizer", "muon")
-    assert found == ["--use-torch-fsdp2 does not support --optimizer muon yet"]
-    assert problems(*FSDP2, "--optimizer", "sgd") == []
-
-
 def test_every_problem_is_reported_at_once(problems):
     found = problems("--use-torch-fsdp2", "--pipeline-model-parallel-size", "2", "--fp16",
                      env={"CUDA_DEVICE_MAX_CONNECTIONS": "1"})

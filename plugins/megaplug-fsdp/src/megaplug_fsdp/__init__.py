@@ -47,7 +47,3 @@ def validate(config: Draft) -> None:
     """Checks that hold on the final values."""
     shared.check_manual_registration(config)
     shared.check_checkpoint_format(config)
-    if config.use_torch_fsdp2:
-        torch_fsdp2.check_optimizer(config)
-    if shared.using_fsdp(config):
-        shared.warn_model_parallel_connections(config)

@@ -2,7 +2,9 @@
 
 Megatron checks and derives these in one place of ``validate_args``, before later steps
 (such as ``--freeze-all-layers``) change the distributed optimizer setting; the plugin
-does the same in its ``derive`` hook, which runs before the training plugin's.
+does the same in its ``derive`` hook, which runs before the training plugin's. (Megatron's
+check that FSDP runs only the sgd and adam optimizers is the training plugin's, which owns
+the optimizer.)
 """
 
 from __future__ import annotations
@@ -10,9 +12,6 @@ from __future__ import annotations
 from megaplug import Draft
 
 from .environment import set_if_declared, single_device_connection
-
-_SUPPORTED_OPTIMIZERS = ("sgd", "adam")
-
 
 def sharding_strategies(config: Draft) -> set[str]:
     """Every sharding strategy in use: the general one and the expert one, if set."""
@@ -49,15 +48,6 @@ def check_grouped_moe_parameters(config: Draft) -> None:
                          flags=("use_megatron_fsdp", dest),
                          hint=f"drop {spelling}, or use the distributed optimizer without "
                               "Megatron-FSDP")
-
-
-def check_optimizer(config: Draft) -> None:
-    """Megatron-FSDP shards only the sgd and adam optimizers."""
-    optimizer = config.get("optimizer", "adam")
-    if optimizer not in _SUPPORTED_OPTIMIZERS:
-        config.error(f"--use-megatron-fsdp does not support --optimizer {optimizer} yet",
-                     flags=("use_megatron_fsdp", "optimizer"),
-                     hint="use --optimizer adam or sgd, or drop --use-megatron-fsdp")
 
 
 def check_sharding(config: Draft) -> None:
@@ -124,7 +114,6 @@ def derive_megatron_fsdp(config: Draft) -> None:
                     inputs=("use_megatron_fsdp",),
                     reason="Megatron-FSDP has no MXFP8 grad-buffer reuse step")
     check_grouped_moe_parameters(config)
-    check_optimizer(config)
     check_sharding(config)
     check_environment_and_format(config)
     derive_buffers(config)

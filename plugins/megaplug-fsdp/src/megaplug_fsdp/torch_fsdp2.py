@@ -59,15 +59,6 @@ def check_model_settings(config: Draft) -> None:
                      flags=("use_torch_fsdp2", "fp16"), hint="train with --bf16 instead")
 
 
-def check_optimizer(config: Draft) -> None:
-    """Only Megatron's own sgd and adam optimizers work on FSDP2-sharded parameters."""
-    optimizer = config.get("optimizer", "adam")
-    if optimizer not in ("sgd", "adam"):
-        config.error(f"--use-torch-fsdp2 does not support --optimizer {optimizer} yet",
-                     flags=("use_torch_fsdp2", "optimizer"),
-                     hint="use --optimizer adam or sgd, or drop --use-torch-fsdp2")
-
-
 def check_device_connections(config: Draft) -> None:
     """FSDP overlaps communication on several CUDA streams; one connection serializes them."""
     if single_device_connection(config):
