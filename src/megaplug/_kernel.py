@@ -80,11 +80,6 @@ class Kernel:
         #: "normalize", "derive", "validate" (overwritten by each resolve).
         self.timings: dict[str, float] = {}
         started = time.perf_counter()
-        self._impls = self._collect_implementations()
-        for record in plugins.active():
-            self._declare(record, self.table)
-        self._learn_inactive_flags()
-        self.timings["add_args"] = time.perf_counter() - started
         for record in plugins.records.values():
             if record.status == "broken":
                 self.setup_problems.append(Problem(
@@ -92,6 +87,11 @@ class Kernel:
                     hint=f"fix or uninstall it, or block it with -p no:{record.name}",
                     plugin=record.name,
                 ))
+        self._impls = self._collect_implementations()
+        for record in plugins.active():
+            self._declare(record, self.table)
+        self._learn_inactive_flags()
+        self.timings["add_args"] = time.perf_counter() - started
         if extra_args_provider is not None:
             declarations = FlagDeclarations(self.table, "extra")
             try:

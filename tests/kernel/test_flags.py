@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 from toy_plugins import Argparsey, Backend, Clash, Core
 
-from megaplug import ConfigError
+from typing_extensions import Annotated
+
+from megaplug import ConfigError, FromEnv, PluginInfo, hookimpl
 
 
 def specs(kernel, dest):
@@ -93,23 +97,18 @@ def test_deprecated_spelling_warns_and_migrates_with_provenance(make_kernel):
     assert resolved.source("lr").describe() == "normalized by core from old_lr (--old-lr is deprecated)"
 
 
+@dataclass
+class OtherRankReader:
+    my_rank: Annotated[int, FromEnv("RANK")] = 0
+
+
 def test_two_plugins_reading_one_environment_variable_is_an_error(make_kernel):
-    from dataclasses import dataclass
-
-    from typing_extensions import Annotated
-
-    from megaplug import FromEnv, PluginInfo, hookimpl
-
-    @dataclass
-    class Other:
-        my_rank: Annotated[int, FromEnv("RANK")] = 0
-
     class Reader:
         megaplug_plugin = PluginInfo(name="reader")
 
         @hookimpl
         def add_args(self, flags):
-            flags.add_options(Other)
+            flags.add_options(OtherRankReader)
 
     with pytest.raises(ConfigError, match="plugins 'core' and 'reader' both read the environment variable RANK"):
         make_kernel(Core(), Reader()).resolve([], environ={})
