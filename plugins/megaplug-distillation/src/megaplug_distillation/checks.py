@@ -47,9 +47,9 @@ def saving_excludes_batch_rampup(config: Draft) -> None:
 
 
 def top_p_in_range(config: Draft) -> None:
-    """Top-p is a probability mass threshold."""
+    """Top-p is a probability mass threshold; it matters only when logits are saved."""
     top_p = config.logits_save_top_p
-    if top_p is not None and not 0.0 < top_p <= 1.0:
+    if config.logits_save_dir is not None and top_p is not None and not 0.0 < top_p <= 1.0:
         config.error(
             f"--logits-save-top-p {top_p:g} is outside (0, 1]",
             flags=("logits_save_top_p",),
