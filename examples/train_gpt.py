@@ -37,7 +37,8 @@ Data: ``--data-path FILE`` (a text file), else the shipped ``examples/data/corpu
 tokenized byte by byte (``examples/tiny_tokenizer.py``); ``--split`` divides it into
 train / validation (default 95,5).
 
-Before training, every rank compares a fingerprint of its resolved configuration; if
+Torch runs one intra-op thread per process unless ``OMP_NUM_THREADS`` is set (torchrun
+sets it to 1). Before training, every rank compares a fingerprint of its resolved configuration; if
 they differ, every rank stops with an error naming the differing settings.
 For tests only: ``TRAIN_GPT_EXTRA_ARGS_RANK<N>`` appends arguments on rank N.
 """
@@ -703,6 +704,18 @@ def set_seed(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def set_threads(environ: Mapping[str, str]) -> None:
+    """One intra-op thread unless OMP_NUM_THREADS says otherwise.
+
+    A model this small gains nothing from more, and on a busy machine OpenMP threads
+    spinning against each other make a step many times slower.
+    """
+    import torch
+
+    if not environ.get("OMP_NUM_THREADS"):
+        torch.set_num_threads(1)
+
+
 def run(args: argparse.Namespace, dist: Dist) -> dict[str, Any]:
     """Train per ``args``; returns a summary (iterations, first/final loss, time)."""
     import torch
@@ -810,6 +823,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         print(f"[rank {rank}] error: {exc}", file=sys.stderr, flush=True)
         return 2
     dist = Dist(args)
+    set_threads(env)
     try:
         dist.init(getattr(args, "distributed_backend", "gloo"),
                   getattr(args, "distributed_timeout_minutes", None))
