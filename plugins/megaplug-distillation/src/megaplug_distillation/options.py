@@ -1,6 +1,5 @@
 """The logits-distillation settings, spelled and defaulted as Megatron's group."""
 
-from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal, Optional

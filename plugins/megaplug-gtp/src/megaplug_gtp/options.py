@@ -5,7 +5,6 @@ plugin's own. ``gtp_weight_remat_size`` and ``expert_gtp_weight_remat_size`` hav
 flag: they are derived from the weight-shard counts.
 """
 
-from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Optional

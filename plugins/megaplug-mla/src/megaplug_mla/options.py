@@ -4,7 +4,6 @@ Option strings, types and defaults follow Megatron-LM's parser; help texts are t
 plugin's own.
 """
 
-from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Optional

@@ -4,7 +4,6 @@ Option strings, types, defaults, choices and nargs follow Megatron-LM's parser; 
 help texts are this plugin's own.
 """
 
-from __future__ import annotations
 
 import json
 from dataclasses import dataclass

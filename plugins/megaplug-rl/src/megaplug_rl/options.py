@@ -1,6 +1,5 @@
 """The RL (GRPO) settings, spelled and defaulted exactly as Megatron's ``rl`` group."""
 
-from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Literal, Optional

@@ -4,7 +4,6 @@ Spellings, defaults and types follow Megatron's parser; ``--no-save-optim`` and 
 default to ``None`` (not ``False``) as they do there. ``use_dist_ckpt`` is computed.
 """
 
-from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal, Optional

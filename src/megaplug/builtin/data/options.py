@@ -1,6 +1,5 @@
 """The data plugin's settings: datasets, loading, FIM, tokenizer, SFT and sequence packing."""
 
-from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import List, Literal, NewType, Optional, Union

@@ -1,7 +1,6 @@
 """The experimental plugin's settings: model specs, hybrid layer patterns, YAML configs, the
 precision-aware optimizer and Triton autotuning."""
 
-from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Optional, Sequence, Union

@@ -1,7 +1,6 @@
 """The logging plugin's settings: logging, TensorBoard and W&B, timers, validation, one logger
 and OpenTelemetry."""
 
-from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import List, Literal, Optional

@@ -5,7 +5,6 @@ it into the areas a reader looks for. Defaults, spellings and types follow Megat
 parser exactly, including its quirks (``--onnx-safe`` takes a ``bool(...)`` of its text).
 """
 
-from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Literal, Optional

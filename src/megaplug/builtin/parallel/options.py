@@ -1,6 +1,5 @@
 """The parallel plugin's settings: model-parallel sizes, pipeline layout, DDP and process groups."""
 
-from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Literal, Optional

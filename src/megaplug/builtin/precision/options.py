@@ -1,7 +1,6 @@
 """The precision plugin's settings: fp16/bf16/fp8/fp4 training, loss scaling, precision of
 gradient reduction and of a few special tensors."""
 
-from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Optional, Union

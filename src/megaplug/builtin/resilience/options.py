@@ -1,7 +1,6 @@
 """The resilience plugin's settings: autoresume, in-process restart, fault tolerance,
 straggler detection, workload inspector, fault injection and the multi-storage client."""
 
-from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal, Optional

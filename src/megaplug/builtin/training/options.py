@@ -1,6 +1,5 @@
 """The training plugin's settings, one dataclass per topic, joined in :class:`TrainingOptions`."""
 
-from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Literal, Optional
