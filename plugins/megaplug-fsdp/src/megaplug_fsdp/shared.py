@@ -30,9 +30,9 @@ def derive_dtypes(config: Draft) -> None:
     """Replace the dtype names of the Megatron-FSDP dtype flags with torch dtypes."""
     for dest in DTYPE_FLAGS:
         value = config[dest]
-        mapped = to_torch_dtype(value)
-        if mapped != value or type(mapped) is not type(value):
-            config.set(dest, mapped, inputs=(dest,), reason="dtype name to torch dtype")
+        if isinstance(value, str):
+            config.set(dest, to_torch_dtype(value), inputs=(dest,),
+                       reason="dtype name to torch dtype")
 
 
 def derive_stream_priorities(config: Draft) -> None:

@@ -22,9 +22,9 @@ def derive_state_dtypes(config: Draft) -> None:
     """Replace the Mamba state dtype names with torch dtypes."""
     for dest in STATE_DTYPE_FLAGS:
         value = config[dest]
-        mapped = to_torch_dtype(value)
-        if not isinstance(value, TorchDType) and mapped is not value:
-            config.set(dest, mapped, inputs=(dest,), reason="dtype name to torch dtype")
+        if isinstance(value, str):
+            config.set(dest, to_torch_dtype(value), inputs=(dest,),
+                       reason="dtype name to torch dtype")
 
 
 def check_batch_split_threshold(config: Draft) -> None:
