@@ -69,3 +69,31 @@ def test_megatron_facade_gives_real_dtypes():
     assert args.params_dtype is torch.bfloat16
     assert args.main_grads_dtype is torch.float32
     assert not hasattr(args, "model_parallel_size")
+
+
+FROZEN = ["--freeze-all-layers", "--bf16"]
+
+
+def test_frozen_training_still_checks_overlap_param_gather_as_given():
+    # Megatron checks --overlap-param-gather before --freeze-all-layers turns it off
+    found = _problems([*FROZEN, "--overlap-param-gather", "--overlap-grad-reduce"])
+    assert any(p.plugin == "parallel" and "--overlap-param-gather needs sharded" in p.message
+               for p in found)
+    found = _problems([*FROZEN, "--overlap-param-gather", "--use-distributed-optimizer"])
+    assert any(p.plugin == "parallel" and "needs --overlap-grad-reduce" in p.message
+               for p in found)
+
+
+def test_frozen_training_accepts_what_the_distributed_optimizer_allowed():
+    resolved = _resolve([*FROZEN, "--use-distributed-optimizer", "--overlap-grad-reduce",
+                         "--overlap-param-gather", "--fp8-format", "hybrid",
+                         "--fp8-param-gather", "--num-distributed-optimizer-instances", "2"])
+    assert resolved.use_distributed_optimizer is False
+    assert resolved.overlap_param_gather is False
+    assert resolved.fp8_param_gather is True
+
+
+def test_fp8_param_gather_without_sharding_is_still_rejected_when_frozen():
+    found = _problems([*FROZEN, "--fp8-format", "hybrid", "--fp8-param-gather"])
+    assert any(p.plugin == "precision" and "--fp8-param-gather needs sharded" in p.message
+               for p in found)

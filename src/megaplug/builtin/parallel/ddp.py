@@ -6,16 +6,26 @@ from __future__ import annotations
 from megaplug import Draft
 
 
+def _before_freeze(config: Draft, dest: str) -> bool:
+    """A switch as Megatron's checks saw it: ``--freeze-all-layers`` turns the distributed
+    optimizer and overlapped parameter gathers off only at the very end of validation."""
+    if config[dest]:
+        return True
+    record = config.source(dest)
+    return bool(config.get("freeze_all_layers") and record is not None
+                and record.source == "derived" and "freeze_all_layers" in record.inputs)
+
+
 def _sharded_optimizer(config: Draft) -> bool:
     """Whether parameters are gathered after the step (distributed optimizer, Megatron-FSDP,
     or the distributed Muon optimizer)."""
-    return bool(config.use_distributed_optimizer or config.get("use_megatron_fsdp")
-                or config.get("optimizer") == "dist_muon")
+    return bool(_before_freeze(config, "use_distributed_optimizer")
+                or config.get("use_megatron_fsdp") or config.get("optimizer") == "dist_muon")
 
 
 def check_overlap_param_gather(config: Draft) -> None:
     """Overlapping the parameter all-gather needs sharded parameters and overlapped reduction."""
-    if not config.overlap_param_gather:
+    if not _before_freeze(config, "overlap_param_gather"):
         return
     if not _sharded_optimizer(config):
         config.error("--overlap-param-gather needs sharded parameters: --use-distributed-optimizer,"
@@ -34,9 +44,10 @@ def check_overlap_param_gather_with_optimizer_step(config: Draft) -> None:
         return
     flag = "overlap_param_gather_with_optimizer_step"
     requirements = (
-        (config.use_distributed_optimizer, "use_distributed_optimizer",
+        (_before_freeze(config, "use_distributed_optimizer"), "use_distributed_optimizer",
          "--use-distributed-optimizer"),
-        (config.overlap_param_gather, "overlap_param_gather", "--overlap-param-gather"),
+        (_before_freeze(config, "overlap_param_gather"), "overlap_param_gather",
+         "--overlap-param-gather"),
         (config.virtual_pipeline_model_parallel_size is not None,
          "num_layers_per_virtual_pipeline_stage",
          "the interleaved pipeline schedule (virtual pipeline stages)"),
@@ -59,7 +70,7 @@ def check_distributed_optimizer_instances(config: Draft) -> None:
         return
     if instances == 1:
         return
-    if not config.use_distributed_optimizer:
+    if not _before_freeze(config, "use_distributed_optimizer"):
         config.error(f"--num-distributed-optimizer-instances {instances} needs "
                      "--use-distributed-optimizer",
                      flags=("num_distributed_optimizer_instances", "use_distributed_optimizer"),
@@ -86,7 +97,8 @@ def check_gloo_requirements(config: Draft) -> None:
     """Without Gloo groups, features that gather state on the CPU are unavailable."""
     if not _gloo_disabled_by_user(config):
         return
-    if (config.use_distributed_optimizer and config.get("optimizer") in ("sgd", "adam")
+    if (_before_freeze(config, "use_distributed_optimizer")
+            and config.get("optimizer") in ("sgd", "adam")
             and config.get("use_dist_ckpt") is False):
         config.error("--disable-gloo-process-groups with --use-distributed-optimizer needs a "
                      "distributed checkpoint format: the legacy format gathers optimizer state "

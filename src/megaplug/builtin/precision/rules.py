@@ -26,8 +26,18 @@ def is_fp32(value: Any) -> bool:
     return value == "fp32" or str(value) == "torch.float32"
 
 
+def _distributed_optimizer_before_freeze(config: Draft) -> bool:
+    """--freeze-all-layers turns the distributed optimizer off only after Megatron's
+    precision checks have seen it on."""
+    if config.get("use_distributed_optimizer"):
+        return True
+    record = config.source("use_distributed_optimizer")
+    return bool(config.get("freeze_all_layers") and record is not None
+                and record.source == "derived" and "freeze_all_layers" in record.inputs)
+
+
 def _sharded_parameters(config: Draft) -> bool:
-    return bool(config.get("use_distributed_optimizer") or config.get("use_torch_fsdp2")
+    return bool(_distributed_optimizer_before_freeze(config) or config.get("use_torch_fsdp2")
                 or config.get("use_megatron_fsdp"))
 
 
