@@ -718,7 +718,6 @@ def set_threads(environ: Mapping[str, str]) -> None:
 
 def run(args: argparse.Namespace, dist: Dist) -> dict[str, Any]:
     """Train per ``args``; returns a summary (iterations, first/final loss, time)."""
-    import torch
     from tiny_tokenizer import ByteTokenizer
 
     set_seed(args.seed)
