@@ -80,6 +80,8 @@ MEGAPLUG_PLUGINS = {"model", "parallel", "precision", "training", "checkpointing
 def test_no_flags_beyond_megatron(table):
     """megaplug's own plugins add no flag Megatron lacks (third-party plugins may)."""
     known = {o for f in INVENTORY for o in f["option_strings"]} | set(SEED_ONLY)
+    # a seed-only BooleanOptionalAction flag brings its argparse-made --no- spelling
+    known |= {"--no-" + flag[2:] for flag in SEED_ONLY}
     extra = sorted(o for o, spec in _by_option(table).items()
                    if spec.plugin in MEGAPLUG_PLUGINS and o not in known)
     allowed = {flag for (flag, field) in ALLOWED_DIFFERENCES if field == "extra"}

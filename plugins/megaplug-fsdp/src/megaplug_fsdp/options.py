@@ -1,6 +1,5 @@
 """The settings of the fsdp plugin: Torch FSDP2 and Megatron-FSDP."""
 
-from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal, Optional, Union

@@ -1,6 +1,5 @@
 """The settings of the inference plugin."""
 
-from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Optional, Union

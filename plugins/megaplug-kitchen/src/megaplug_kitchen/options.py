@@ -1,6 +1,5 @@
 """The settings of the kitchen plugin: one way to choose a quantization recipe."""
 
-from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
