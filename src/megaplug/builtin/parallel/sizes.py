@@ -64,17 +64,20 @@ def derive_parallel_sizes(config: Draft) -> None:
 
 
 def check_process_identity(config: Draft) -> None:
-    """WORLD_SIZE must be positive and RANK must lie in [0, WORLD_SIZE)."""
+    """WORLD_SIZE must be positive; a RANK outside [0, WORLD_SIZE) is only suspicious.
+
+    Megatron reads RANK without checking it (only process-group set-up would fail), so a
+    resolve for another rank's view is not refused here.
+    """
     world, rank = config.world_size, config.rank
     if world < 1:
         config.error(f"WORLD_SIZE is {world}; a job needs at least one process",
                      flags=("WORLD_SIZE",), hint="set WORLD_SIZE to the number of processes")
     if rank < 0:
-        config.error(f"RANK is {rank}; ranks start at 0", flags=("RANK",),
-                     hint="set RANK to this process's index, from 0 to WORLD_SIZE - 1")
+        config.warn(f"RANK is {rank}; ranks start at 0", flags=("RANK",))
     elif world >= 1 and rank >= world:
-        config.error(f"RANK {rank} is not below WORLD_SIZE {world}", flags=("RANK", "WORLD_SIZE"),
-                     hint=f"ranks run from 0 to {world - 1}; check the launcher's environment")
+        config.warn(f"RANK {rank} is not below WORLD_SIZE {world}; check the launcher's "
+                    "environment", flags=("RANK", "WORLD_SIZE"))
 
 
 def check_positive_sizes(config: Draft) -> None:
