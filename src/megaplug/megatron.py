@@ -27,6 +27,7 @@ from ._target import TargetEnvironment
 
 _PROVENANCE_ATTR = "_megaplug_provenance"
 _KERNEL_ATTR = "_megaplug_kernel"
+_WARNINGS_ATTR = "_megaplug_warnings"
 
 
 def _kernel_for(argv: Sequence[str], environ: Mapping[str, str] | None,
@@ -111,6 +112,11 @@ def validate_args(
     for key, value in vars(final).items():
         setattr(args, key, value)
     setattr(args, _PROVENANCE_ATTR, dict(resolved.provenance()))
+    setattr(args, _WARNINGS_ATTR, list(resolved.warnings))
+    # Megatron prints its warnings on rank 0; so does the facade, on stderr.
+    if getattr(args, "rank", 0) == 0:
+        for warning in resolved.warnings:
+            print(f"WARNING: {warning}", file=sys.stderr)
     return args
 
 
