@@ -145,12 +145,16 @@ def parse_and_validate_args(
 
 
 def _load_checkpoint_args(args: argparse.Namespace, sink: ProblemSink) -> None:
-    """Megatron's ``load_args_from_checkpoint``: architecture settings from the saved args."""
+    """Megatron's ``load_args_from_checkpoint``: architecture settings from the saved args.
+
+    Like Megatron, ``--pretrained-checkpoint`` is read first and ``--load`` second (so it
+    wins), and a directory without a checkpoint only warns unless
+    ``--exit-on-missing-checkpoint`` is set.
+    """
     from . import _checkpoint
 
     sink.current_plugin = "checkpointing"
-    load_dir = getattr(args, "load", None) or getattr(args, "pretrained_checkpoint", None)
-    if load_dir is None:
+    if getattr(args, "load", None) is None and getattr(args, "pretrained_checkpoint", None) is None:
         sink.error("--use-checkpoint-args needs a checkpoint to read",
                    flags=("--use-checkpoint-args", "--load"),
                    hint="add --load DIR (or --pretrained-checkpoint DIR)")
@@ -164,11 +168,32 @@ def _load_checkpoint_args(args: argparse.Namespace, sink: ProblemSink) -> None:
     allowed = _checkpoint.enum_types(
         [spec.default for spec in kernel.table] + [c for spec in kernel.table
                                                     for c in (spec.choices or ())])
+    for load_arg in ("pretrained_checkpoint", "load"):
+        load_dir = getattr(args, load_arg, None)
+        if load_dir is not None:
+            _apply_one_checkpoint(args, kernel, load_dir, load_arg, allowed, sink)
+    sink.current_plugin = None
+
+
+def _apply_one_checkpoint(args: argparse.Namespace, kernel: Kernel, load_dir: str,
+                          load_arg: str, allowed: list[type], sink: ProblemSink) -> None:
+    from . import _checkpoint
+
+    flag = "--" + load_arg.replace("_", "-")
     try:
-        state = _checkpoint.load_saved_state(_checkpoint.checkpoint_file(load_dir), allowed)
+        path = _checkpoint.checkpoint_file(load_dir)
     except _checkpoint.CheckpointArgsError as exc:
-        sink.error(str(exc), flags=("--use-checkpoint-args", "--load"),
-                   hint="point --load at a checkpoint directory written by a trusted run")
+        if getattr(args, "exit_on_missing_checkpoint", False):
+            sink.error(str(exc), flags=("--use-checkpoint-args", flag, "--exit-on-missing-checkpoint"),
+                       hint=f"point {flag} at a checkpoint directory, or drop --exit-on-missing-checkpoint")
+        else:
+            sink.warn(f"{exc}; keeping the arguments as given", flags=(flag,))
+        return
+    try:
+        state = _checkpoint.load_saved_state(path, allowed)
+    except _checkpoint.CheckpointArgsError as exc:
+        sink.error(str(exc), flags=("--use-checkpoint-args", flag),
+                   hint=f"point {flag} at a checkpoint directory written by a trusted run")
         return
     values = vars(args)
     changed = _checkpoint.apply_checkpoint_args(
@@ -178,7 +203,6 @@ def _load_checkpoint_args(args: argparse.Namespace, sink: ProblemSink) -> None:
     for name in changed:
         provenance[name] = Provenance("checkpoint", str(load_dir), kernel.table.owner(name),
                                       previous=provenance.get(name), value=changed[name])
-    sink.current_plugin = None
 
 
 def add_megatron_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
