@@ -243,3 +243,25 @@ def test_varying_weight_decay_needs_start_and_end():
 def test_override_and_checkpoint_scheduler_warns():
     resolved = resolve("--override-opt-param-scheduler", "--use-checkpoint-opt_param-scheduler")
     assert "are both set" in warnings(resolved)
+
+
+def test_eval_micro_batch_size_zero_is_rejected():
+    # Megatron divides by eval_micro_batch_size * data-parallel size: zero cannot work
+    text = messages("--global-batch-size", "32", "--eval-micro-batch-size", "0")
+    assert "--eval-micro-batch-size is 0" in text
+
+
+def test_eval_sizes_use_python_modulo_like_megatron():
+    # 32 % (-2 * 8) == 0 passes Megatron's assert; 32 % (-3 * 8) == -16 does not
+    assert resolve("--global-batch-size", "32", "--eval-micro-batch-size", "-2") \
+        .eval_micro_batch_size == -2
+    assert "must be divisible by eval_micro_batch_size (-3)" in messages(
+        "--global-batch-size", "32", "--eval-micro-batch-size", "-3")
+
+
+def test_eval_global_batch_size_zero_is_not_replaced_by_the_training_one():
+    # 0 is divisible by anything; the training global batch (24, not a multiple of 16) is
+    # not what Megatron checks when an evaluation global batch is given
+    resolved = resolve("--global-batch-size", "24", "--eval-global-batch-size", "0",
+                       "--micro-batch-size", "2")
+    assert resolved.eval_global_batch_size == 0

@@ -100,20 +100,28 @@ def check_step_schedule_excludes_global_batch(config: Draft) -> None:
 
 def check_eval_batch_divisibility(config: Draft) -> None:
     """Each evaluation step must split into whole micro batches on every batch-parallel rank."""
-    eval_global = config.get("eval_global_batch_size") or config.global_batch_size
-    eval_micro = config.get("eval_micro_batch_size") or config.micro_batch_size
+    eval_global = _first_set(config.get("eval_global_batch_size"), config.global_batch_size)
+    eval_micro = _first_set(config.get("eval_micro_batch_size"), config.micro_batch_size)
     data_parallel = config.get("data_parallel_size")
-    if eval_global is None or not eval_micro or eval_micro <= 0 or not data_parallel:
+    if eval_global is None or eval_micro is None or not data_parallel:
         return
+    if config.micro_batch_size is None or config.micro_batch_size <= 0 \
+            or config.global_batch_size is None or config.global_batch_size <= 0:
+        return  # Megatron stops at the training batch sizes, reported above
     remat = _gtp_weight_remat_size(config)
     ranks = batch_parallel_size(config) or int(data_parallel) * remat
     if ranks <= 0:
         return
-    step = eval_micro * ranks
-    if eval_global % step == 0:
-        return
     names = ("--eval-global-batch-size", "--eval-micro-batch-size") \
         if "eval_global_batch_size" in config else ("--global-batch-size", "--micro-batch-size")
+    step = eval_micro * ranks
+    if step == 0:
+        config.error(f"{names[1]} is 0; evaluation needs at least one sample per micro batch",
+                     flags=(names[1],), hint=f"use {names[1]} 1 or more")
+        return
+    # Python's modulo, as Megatron's assert computes it (negative sizes may pass)
+    if eval_global % step == 0:
+        return
     config.error(
         f"eval_global_batch_size ({eval_global}) must be divisible by eval_micro_batch_size "
         f"({eval_micro}) * data_parallel_size ({data_parallel}) * gtp_weight_remat_size "
@@ -123,10 +131,15 @@ def check_eval_batch_divisibility(config: Draft) -> None:
     )
 
 
+def _first_set(value: Optional[int], fallback: Optional[int]) -> Optional[int]:
+    """``value`` unless it is unset (None); 0 counts as set, as in Megatron."""
+    return fallback if value is None else value
+
+
 def _divisibility_hint(total: int, micro: int, ranks: int, names: tuple[str, ...]) -> str:
-    step = micro * ranks
+    step = abs(micro * ranks)
     lower = (total // step) * step
-    suggestions = [str(v) for v in (lower, lower + step) if v > 0]
+    suggestions = [str(v) for v in (lower, lower + step) if v > 0] or [str(step)]
     text = f"use a batch size that is a multiple of {step} (such as {' or '.join(suggestions)})"
     fitting = [m for m in range(1, micro) if total % (m * ranks) == 0]
     if fitting:
