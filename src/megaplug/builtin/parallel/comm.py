@@ -53,9 +53,10 @@ def normalize_dynamic_context_parallel(config: Draft) -> None:
                      hint="keep --dynamic-context-parallel")
     config.warn("--hybrid-context-parallel is deprecated; use --dynamic-context-parallel",
                 flags=("hybrid_context_parallel",))
+    # The measured Megatron parser has only --hybrid-context-parallel and keeps it set;
+    # the newer seed renames it. Keep the value Megatron users see and turn on the new name.
     config.set("dynamic_context_parallel", True, inputs=("hybrid_context_parallel",),
                reason="deprecated spelling")
-    config.set("hybrid_context_parallel", False, reason="migrated to --dynamic-context-parallel")
 
 
 def derive_dynamic_context_parallel_scheduler(config: Draft) -> None:
