@@ -159,7 +159,7 @@ def test_unknown_cp_comm_type_is_reported():
 def test_hybrid_context_parallel_is_the_old_name_of_dynamic_cp():
     resolved = resolve(["--hybrid-context-parallel"])
     assert resolved.dynamic_context_parallel is True
-    assert resolved.hybrid_context_parallel is False
+    assert resolved.hybrid_context_parallel is True  # kept, as the measured Megatron keeps it
     assert resolved.sequence_packing_scheduler == "default_dynamic_cp"
     assert any("--hybrid-context-parallel is deprecated" in w for w in warnings_of(resolved))
     assert any("same option under two names" in m
