@@ -11,11 +11,11 @@ pays for the scan only after the installed set changed.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 import os
 import sys
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,7 +49,7 @@ def _fingerprint() -> str:
         except OSError:
             continue
         parts.append(f"{entry}:{stat.st_mtime_ns}")
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
+    return f"{zlib.crc32(chr(10).join(parts).encode()):08x}"
 
 
 def _cache_path(fingerprint: str) -> Path | None:

@@ -92,18 +92,24 @@ class TargetEnvironment:
 
 
 def _installed_version(import_name: str) -> str | None:
-    from importlib import metadata, util
+    from importlib import util
+
+    # find_spec first: it is cheap, and a missing package then never pays for
+    # importing importlib.metadata (tens of milliseconds) on the start-up path.
+    try:
+        found = util.find_spec(import_name) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        return None
+    from importlib import metadata
 
     for dist in _DISTRIBUTIONS.get(import_name, (import_name, import_name.replace("_", "-"))):
         try:
             return metadata.version(dist)
         except metadata.PackageNotFoundError:
             continue
-    try:
-        found = util.find_spec(import_name) is not None
-    except (ImportError, ValueError):
-        found = False
-    return "0" if found else None
+    return "0"
 
 
 def _local_device_capability() -> tuple[int, int] | None:
