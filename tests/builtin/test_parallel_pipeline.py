@@ -108,9 +108,16 @@ def test_virtual_stages_per_rank():
     assert resolve(argv, env=WORLD4).virtual_pipeline_model_parallel_size == 3
     argv[-1] = "1"
     assert resolve(argv, env=WORLD4).virtual_pipeline_model_parallel_size is None
+    # Megatron's validation keeps 0 as the virtual size (only the model build fails): warn
     argv[-1] = "0"
-    assert "--num-virtual-stages-per-pipeline-rank is 0; it must be at least 1" in messages(
-        argv, env=WORLD4)
+    resolved = resolve(argv, env=WORLD4)
+    assert resolved.virtual_pipeline_model_parallel_size == 0
+    assert any("--num-virtual-stages-per-pipeline-rank is 0" in w
+               for w in warnings_of(resolved))
+    argv[-1] = "3"
+    assert "interleaved schedule" in " ".join(messages(
+        [*argv, "--no-overlap-p2p-communication", "--pipeline-model-parallel-size", "2"],
+        env=WORLD4))
 
 
 def test_uneven_stages_need_virtual_stages_per_rank():
@@ -124,9 +131,28 @@ def test_uneven_stages_need_virtual_stages_per_rank():
     assert resolve(argv, env=WORLD4).virtual_pipeline_model_parallel_size is None
 
 
-def test_uneven_stage_sizes_must_be_positive():
-    assert "--decoder-first-pipeline-num-layers is 0; a stage needs at least one layer" in messages(
-        ["--num-layers", "8", *PP4, "--decoder-first-pipeline-num-layers", "0"], env=WORLD4)
+def test_uneven_stage_sizes_below_one_only_warn():
+    # Megatron's argument validation accepts them; the model build rejects them later
+    resolved = resolve(["--num-layers", "8", *PP4, "--decoder-first-pipeline-num-layers", "0"],
+                       env=WORLD4)
+    assert resolved.decoder_first_pipeline_num_layers == 0
+    assert any("--decoder-first-pipeline-num-layers is 0; a stage needs at least one layer" in w
+               for w in warnings_of(resolved))
+
+
+def test_zero_layers_per_virtual_stage_is_rejected():
+    # Megatron divides by it
+    assert any("--num-layers-per-virtual-pipeline-stage is 0" in m for m in messages(
+        ["--num-layers", "12", *PP4, "--num-layers-per-virtual-pipeline-stage", "0"],
+        env=WORLD4))
+
+
+def test_negative_layers_per_virtual_stage_follow_python_arithmetic():
+    # 3 layers per stage: 3 % -3 == 0 passes Megatron's assert (size 3 // -3 == -1), 3 % -2 not
+    argv = ["--num-layers", "12", *PP4, "--num-layers-per-virtual-pipeline-stage"]
+    assert resolve([*argv, "-3"], env=WORLD4).virtual_pipeline_model_parallel_size == -1
+    assert any("not a multiple of --num-layers-per-virtual-pipeline-stage -2" in m
+               for m in messages([*argv, "-2"], env=WORLD4))
 
 
 def test_only_one_way_to_ask_for_virtual_stages():

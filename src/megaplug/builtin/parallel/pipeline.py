@@ -94,10 +94,10 @@ def _stages_from_flags(config: Draft) -> Optional[int]:
     per_rank = config.num_virtual_stages_per_pipeline_rank
     if per_rank is not None:
         if per_rank < 1:
-            config.error(f"--num-virtual-stages-per-pipeline-rank is {per_rank}; it must be at "
-                         "least 1", flags=("num_virtual_stages_per_pipeline_rank",),
-                         hint="use 2 or more for the interleaved schedule")
-            return None
+            # Megatron takes the value as the virtual pipeline size; only the model build fails
+            config.warn(f"--num-virtual-stages-per-pipeline-rank is {per_rank}; building the "
+                        "model will fail (use 2 or more for the interleaved schedule)",
+                        flags=("num_virtual_stages_per_pipeline_rank",))
         return per_rank
     if _uneven(config):
         config.error(
@@ -127,7 +127,13 @@ def _stages_from_layers_per_stage(config: Draft) -> Optional[int]:
                      hint=f"use a layer count that is a multiple of {pp}")
         return None
     per_pipeline_stage = layers // pp
-    if per_stage < 1 or per_pipeline_stage % per_stage:
+    if per_stage == 0:
+        config.error("--num-layers-per-virtual-pipeline-stage is 0; a virtual stage needs at "
+                     "least one layer", flags=("num_layers_per_virtual_pipeline_stage",),
+                     hint=f"use a divisor of {per_pipeline_stage}")
+        return None
+    # Python's modulo, as Megatron's assert computes it
+    if per_pipeline_stage % per_stage:
         config.error(
             f"each of the {pp} pipeline stages holds {per_pipeline_stage} layers, which is not a "
             f"multiple of --num-layers-per-virtual-pipeline-stage {per_stage}",
@@ -200,9 +206,13 @@ def check_interleaved_schedule(config: Draft) -> None:
 
 
 def check_uneven_stage_sizes(config: Draft) -> None:
-    """First/last stage layer counts, when given, are positive."""
+    """First/last stage layer counts should be positive.
+
+    Megatron's argument validation accepts any count (the model build rejects it later),
+    so this only warns.
+    """
     for name in UNEVEN_FLAGS:
         value = config[name]
         if value is not None and value < 1:
-            config.error(f"{config.spelling(name)} is {value}; a stage needs at least one layer",
-                         flags=(name,), hint="give a positive number of layers, or drop it")
+            config.warn(f"{config.spelling(name)} is {value}; a stage needs at least one layer, "
+                        "so building the model will fail", flags=(name,))
