@@ -42,7 +42,16 @@ def target(name: str, value: str, ok: bool | None) -> None:
     print(f"  [{verdict}] {name}: {value}")
 
 
+def _with_bytecode(env: dict[str, str] | None) -> dict[str, str]:
+    """Installed packages run from cached bytecode; a sandbox's PYTHONDONTWRITEBYTECODE
+    would make every process recompile every module and measure the compiler instead."""
+    env = dict(os.environ if env is None else env)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def wall(command: list[str], env: dict[str, str] | None = None) -> float:
+    env = _with_bytecode(env)
     started = time.perf_counter()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    env=env)
@@ -286,7 +295,8 @@ def bench_side_effects() -> None:
     env = dict(os.environ, **data["env"])
     for name, argv in commands.items():
         out = subprocess.run([sys.executable, "-c", SIDE_EFFECTS, json.dumps(argv)],
-                             capture_output=True, text=True, env=env, check=True).stdout
+                             capture_output=True, text=True, env=_with_bytecode(env),
+                             check=True).stdout
         modules = json.loads(out)
         heavy = [m for m in ("torch", "numpy", "transformer_engine", "importlib.metadata")
                  if m in modules]

@@ -42,23 +42,31 @@ class EntryPointInfo:
 
 
 def _fingerprint() -> str:
+    """Stable while the installed distributions are: the directories on ``sys.path`` that
+    hold them, with their modification times. The script directory and the working
+    directory are left out: they change all the time and hold no installed metadata."""
+    skip = {"", os.getcwd(), sys.path[0] if sys.path else ""}
     parts = [sys.version, str(_CACHE_VERSION)]
     for entry in sys.path:
+        if entry in skip:
+            continue
         try:
-            stat = os.stat(entry or ".")
+            stat = os.stat(entry)
         except OSError:
             continue
         parts.append(f"{entry}:{stat.st_mtime_ns}")
     return f"{zlib.crc32(chr(10).join(parts).encode()):08x}"
 
 
-def _cache_path(fingerprint: str) -> Path | None:
+def _cache_path() -> Path | None:
+    """One cache file per Python environment (several virtualenvs share ``~/.cache``)."""
     if os.environ.get("MEGAPLUG_NO_CACHE", "").strip() not in ("", "0"):
         return None
     base = os.environ.get("MEGAPLUG_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
         "megaplug")
-    return Path(base) / f"entry-points-{fingerprint}.json"
+    environment = zlib.crc32(sys.prefix.encode())
+    return Path(base) / f"entry-points-{environment:08x}.json"
 
 
 def scan() -> list[EntryPointInfo]:
@@ -83,20 +91,23 @@ def entry_points() -> list[EntryPointInfo]:
     global _MEMO
     if _MEMO is not None:
         return _MEMO
-    path = _cache_path(_fingerprint())
+    path = _cache_path()
+    fingerprint = _fingerprint()
     if path is not None:
         try:
-            rows = json.loads(path.read_text())
-            _MEMO = [EntryPointInfo(**row) for row in rows]
-            return _MEMO
-        except (OSError, ValueError, TypeError):
+            cached = json.loads(path.read_text())
+            if cached["fingerprint"] == fingerprint:
+                _MEMO = [EntryPointInfo(**row) for row in cached["entry_points"]]
+                return _MEMO
+        except (OSError, ValueError, TypeError, KeyError):
             pass
     _MEMO = scan()
     if path is not None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             temporary = path.with_suffix(f".{os.getpid()}.tmp")
-            temporary.write_text(json.dumps([ep.__dict__ for ep in _MEMO]))
+            temporary.write_text(json.dumps({"fingerprint": fingerprint,
+                                             "entry_points": [ep.__dict__ for ep in _MEMO]}))
             os.replace(temporary, path)
         except OSError:
             pass  # a read-only home only costs speed
