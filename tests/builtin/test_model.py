@@ -184,6 +184,14 @@ def test_heads_must_divide_the_hidden_size_unless_kv_channels_is_given():
     assert accepted.kv_channels == 64
 
 
+def test_kv_channels_follow_megatron_arithmetic_for_odd_head_counts():
+    # 512 % -8 == 0 passes Megatron's assert (kv_channels 512 // -8); zero heads cannot divide
+    base = ["--num-layers", "2", "--hidden-size", "512", "--max-position-embeddings", "128"]
+    assert resolve([*base, "--num-attention-heads", "-8"]).kv_channels == -64
+    found = problems([*base, "--num-attention-heads", "0"])
+    assert [p.message for p in found] == ["--hidden-size 512 is not divisible by --num-attention-heads 0"]
+
+
 # -- biases, rotary and softmax adjustments ---------------------------------------------
 
 def test_linear_biases_imply_the_qkv_bias():

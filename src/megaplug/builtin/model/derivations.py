@@ -76,8 +76,9 @@ def derive_kv_channels(config: Draft) -> None:
     hidden, heads = config.hidden_size, config.num_attention_heads
     if config.kv_channels is not None or hidden is None or heads is None:
         return
-    if heads <= 0 or hidden % heads:
-        divisors = [n for n in range(1, min(hidden, 128) + 1) if hidden % n == 0]
+    # Python's modulo, as Megatron's assert computes it (only 0 heads cannot divide)
+    if heads == 0 or hidden % heads:
+        divisors = [n for n in range(1, min(abs(hidden), 128) + 1) if hidden % n == 0] or [1]
         config.error(
             f"--hidden-size {hidden} is not divisible by --num-attention-heads {heads}",
             flags=("hidden_size", "num_attention_heads"),
