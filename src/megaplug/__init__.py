@@ -35,6 +35,7 @@ _EXPORTS = {
     "enum_by_name": "._options",
     "hookimpl": ".hookspecs",
     "load": "._api",
+    "options": "._options",
     "parse_pattern": "._patterns",
     "resolve": "._api",
 }
@@ -59,7 +60,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from ._api import load, resolve
     from ._config import Draft, Provenance, Resolved
     from ._errors import ConfigError, PluginError, Problem
-    from ._options import Computed, Flag, FromEnv, enum_by_name
+    from ._options import Computed, Flag, FromEnv, enum_by_name, options
     from ._patterns import PatternError, parse_pattern
     from ._plugins import PluginInfo, Requirement
     from ._registry import FlagDeclarations

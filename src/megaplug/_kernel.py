@@ -117,7 +117,7 @@ class Kernel:
         except PluginError as exc:
             record.status, record.reason = "broken", str(exc)
             self.setup_problems.append(Problem(str(exc), plugin=record.name,
-                                               hint=f"block one of them with -p no:NAME"))
+                                               hint="block one of them with -p no:NAME"))
         except Exception as exc:
             record.status = "broken"
             record.reason = f"add_args raised {type(exc).__name__}: {exc}"

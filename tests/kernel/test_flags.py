@@ -112,3 +112,21 @@ def test_two_plugins_reading_one_environment_variable_is_an_error(make_kernel):
 
     with pytest.raises(ConfigError, match="plugins 'core' and 'reader' both read the environment variable RANK"):
         make_kernel(Core(), Reader()).resolve([], environ={})
+
+
+def test_options_decorator_makes_a_cheap_dataclass():
+    import dataclasses
+
+    from megaplug import options
+
+    @options
+    class Small:
+        width: Annotated[int, Flag(help="Width.")] = 4
+        names: Annotated[list, Flag(nargs="+", help="Names.")] = dataclasses.field(default_factory=list)
+
+    assert dataclasses.is_dataclass(Small)
+    made = Small(width=8)
+    assert made.width == 8 and made.names == [] and made == Small(width=8) and made != Small()
+    assert repr(made) == "Small(width=8, names=[])"
+    with pytest.raises(TypeError, match="unknown settings: depth"):
+        Small(depth=3)

@@ -12,14 +12,12 @@ A complete plugin in one module:
 Each step is a small named function, registered in a tuple the hook walks.
 """
 
-from __future__ import annotations
-
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Callable, Optional
 
 from typing_extensions import Annotated
 
-from megaplug import Computed, Draft, Flag, PluginInfo, hookimpl
+from megaplug import Computed, Draft, Flag, PluginInfo, hookimpl, options
 
 __version__ = "0.1.0"
 
@@ -34,7 +32,7 @@ megaplug_plugin = PluginInfo(
 TARGET_MODULES = ("linear_qkv", "linear_proj", "linear_fc1", "linear_fc2")
 
 
-@dataclass
+@options
 class LoraOptions:
     """LoRA settings: adapters are on when ``--lora-rank`` is set."""
 

@@ -1,15 +1,14 @@
 """The logits-distillation settings, spelled and defaulted as Megatron's group."""
 
 
-from dataclasses import dataclass
 from typing import Literal, Optional
 
 from typing_extensions import Annotated
 
-from megaplug import Flag
+from megaplug import Flag, options
 
 
-@dataclass
+@options
 class DistillationOptions:
     """Flags for dumping a teacher's top logits and training a student on them."""
 

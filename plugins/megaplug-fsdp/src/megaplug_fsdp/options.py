@@ -1,12 +1,11 @@
 """The settings of the fsdp plugin: Torch FSDP2 and Megatron-FSDP."""
 
 
-from dataclasses import dataclass
 from typing import Literal, Optional, Union
 
 from typing_extensions import Annotated
 
-from megaplug import Computed, Flag, TorchDType
+from megaplug import Computed, Flag, TorchDType, options
 
 ShardingStrategy = Literal["no_shard", "optim", "optim_grads", "optim_grads_params"]
 OuterShardingStrategy = Literal["no_shard", "optim"]
@@ -17,7 +16,7 @@ DTypeSetting = Union[str, TorchDType, None]
 _DTYPE_CHOICES = ("fp32", "bf16", "fp16", "auto")
 
 
-@dataclass
+@options
 class FsdpOptions:
     """Flags that select and tune fully sharded data parallelism."""
 

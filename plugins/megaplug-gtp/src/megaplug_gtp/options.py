@@ -6,15 +6,15 @@ flag: they are derived from the weight-shard counts.
 """
 
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Optional
 
 from typing_extensions import Annotated
 
-from megaplug import Computed, Flag
+from megaplug import Computed, Flag, options
 
 
-@dataclass
+@options
 class GtpOptions:
     """How many shards each weight is split into, and how GTP communicates."""
 

@@ -1,12 +1,11 @@
 """The settings of the inference plugin."""
 
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Optional, Union
 
 from typing_extensions import Annotated
 
-from megaplug import Flag, TorchDType
+from megaplug import Flag, TorchDType, options
 
 from .enums import InferenceCudaGraphScope
 
@@ -18,7 +17,7 @@ StateDType = Union[str, TorchDType]
 _STATE_DTYPES = ("bf16", "fp16", "fp32")
 
 
-@dataclass
+@options
 class InferenceModelOptions:
     """Model-side switches that only matter when serving."""
 
@@ -49,7 +48,7 @@ class InferenceModelOptions:
         help="Use the inference RNG tracker instead of the training one.")] = False
 
 
-@dataclass
+@options
 class InferenceEngineOptions:
     """The inference engine: batching, caching, CUDA graphs, serving."""
 
@@ -182,7 +181,7 @@ class InferenceEngineOptions:
              "pulls.")] = "nixl"
 
 
-@dataclass
+@options
 class InferenceOptions(InferenceEngineOptions, InferenceModelOptions):
     """Every inference setting declared as a flag with a type (see ``declare_untyped_flags``)."""
 

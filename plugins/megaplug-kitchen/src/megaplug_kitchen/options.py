@@ -1,14 +1,14 @@
 """The settings of the kitchen plugin: one way to choose a quantization recipe."""
 
-
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
+
+from megaplug import options
 
 if TYPE_CHECKING:
     from megaplug._registry import FlagDeclarations
 
 
-@dataclass
+@options
 class KitchenOptions:
     """The resolved kitchen settings (at most one of the two is set)."""
 

@@ -5,15 +5,14 @@ plugin's own.
 """
 
 
-from dataclasses import dataclass
 from typing import Optional
 
 from typing_extensions import Annotated
 
-from megaplug import Flag
+from megaplug import Flag, options
 
 
-@dataclass
+@options
 class MlaOptions:
     """Multi-latent attention (low-rank query/key/value projections) and its RoPE scaling."""
 

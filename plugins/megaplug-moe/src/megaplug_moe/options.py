@@ -6,12 +6,11 @@ help texts are this plugin's own.
 
 
 import json
-from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 from typing_extensions import Annotated
 
-from megaplug import Computed, Flag, PatternError, parse_pattern
+from megaplug import Flag, PatternError, options, parse_pattern
 
 #: Load-balancing strategies the router understands.
 LOAD_BALANCING_TYPES = (
@@ -61,7 +60,7 @@ def json_value(text: str) -> Any:
 json_value.__name__ = "loads"
 
 
-@dataclass
+@options
 class MoeOptions:
     """Mixture-of-experts settings: experts, routing, dispatch, kernels, tracing."""
 

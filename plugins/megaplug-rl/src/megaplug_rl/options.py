@@ -1,17 +1,17 @@
 """The RL (GRPO) settings, spelled and defaulted exactly as Megatron's ``rl`` group."""
 
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal, Optional
 
 from typing_extensions import Annotated
 
-from megaplug import Computed, Flag
+from megaplug import Computed, Flag, options
 
 Granularity = Literal["R", "G", "B"]
 
 
-@dataclass
+@options
 class RLOptions:
     """Flags of reinforcement-learning post-training (GRPO rollouts, refit, inference model)."""
 

@@ -5,19 +5,18 @@ default to ``None`` (not ``False``) as they do there. ``use_dist_ckpt`` is compu
 """
 
 
-from dataclasses import dataclass
 from typing import Literal, Optional
 
 from typing_extensions import Annotated
 
-from megaplug import Computed, Flag
+from megaplug import Computed, Flag, options
 
 CkptFormat = Literal["torch", "torch_dist", "torch_dcp", "fsdp_dtensor"]
 Strictness = Literal["assume_ok_unexpected", "log_unexpected", "log_all", "raise_unexpected",
                      "raise_all", "return_unexpected", "return_all", "ignore_all"]
 
 
-@dataclass
+@options
 class CheckpointingOptions:
     """Every flag of the ``checkpointing`` plugin, plus the computed ``use_dist_ckpt``."""
 

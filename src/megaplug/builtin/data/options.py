@@ -1,12 +1,11 @@
 """The data plugin's settings: datasets, loading, FIM, tokenizer, SFT and sequence packing."""
 
 
-from dataclasses import dataclass
 from typing import List, Literal, NewType, Optional, Union
 
 from typing_extensions import Annotated
 
-from megaplug import Computed, Flag
+from megaplug import Computed, Flag, options
 
 #: Text taken verbatim from the command line: argparse applies no ``type`` to it.
 RawText = NewType("RawText", str)
@@ -31,7 +30,7 @@ TOKENIZER_TYPES = (
 LEGACY_DEFAULT_SPLIT = "969, 30, 1"
 
 
-@dataclass
+@options
 class DataPathOptions:
     """Where the datasets come from and how they are split."""
 
@@ -61,7 +60,7 @@ class DataPathOptions:
              "(see tools/build_sequences_per_dataset.py).")] = None
 
 
-@dataclass
+@options
 class LoaderOptions:
     """Index caches, memory mapping, sequence lengths and the dataloader."""
 
@@ -111,7 +110,7 @@ class LoaderOptions:
              "the pad no unique id (risks unstable training).")] = False
 
 
-@dataclass
+@options
 class FimOptions:
     """Fill-in-the-middle data transformation."""
 
@@ -133,7 +132,7 @@ class FimOptions:
     fim_eod_token: Annotated[str, Flag(help="Token ending a FIM document.")] = "<|endoftext|>"
 
 
-@dataclass
+@options
 class TokenizerOptions:
     """The tokenizer and its vocabulary."""
 
@@ -180,7 +179,7 @@ class TokenizerOptions:
     use_gigatoken: Annotated[bool, Flag(help="Use the gigatoken tokenizer backend.")] = False
 
 
-@dataclass
+@options
 class SftOptions:
     """Supervised fine-tuning, variable-length datasets and sequence packing."""
 
@@ -213,6 +212,6 @@ class SftOptions:
         "Whether sequence lengths vary between microbatches (true when packing).")] = False
 
 
-@dataclass
+@options
 class DataOptions(DataPathOptions, LoaderOptions, FimOptions, TokenizerOptions, SftOptions):
     """Every setting of the data plugin."""

@@ -2,12 +2,11 @@
 precision-aware optimizer and Triton autotuning."""
 
 
-from dataclasses import dataclass
 from typing import Optional, Sequence, Union
 
 from typing_extensions import Annotated
 
-from megaplug import Flag, TorchDType
+from megaplug import Flag, TorchDType, options
 
 #: A dtype setting: its CLI name until the plugin maps it to a torch dtype.
 DTypeSetting = Union[str, TorchDType]
@@ -29,7 +28,7 @@ def parse_block_size(text: str) -> tuple[str, int]:
 parse_block_size.__name__ = "block size"
 
 
-@dataclass
+@options
 class ExperimentalOptions:
     """Every setting the experimental plugin declares."""
 

@@ -2,15 +2,14 @@
 and OpenTelemetry."""
 
 
-from dataclasses import dataclass
 from typing import List, Literal, Optional
 
 from typing_extensions import Annotated
 
-from megaplug import Flag
+from megaplug import Flag, options
 
 
-@dataclass
+@options
 class ValidationOptions:
     """When and how much to evaluate."""
 
@@ -35,7 +34,7 @@ class ValidationOptions:
         help="Names reported for the validation sets, in order.")] = None
 
 
-@dataclass
+@options
 class LogOptions:
     """Console logging, timers, TensorBoard and Weights & Biases."""
 
@@ -90,7 +89,7 @@ class LogOptions:
     log_energy: Annotated[bool, Flag(help="Log the energy used by the GPUs.")] = False
 
 
-@dataclass
+@options
 class TelemetryOptions:
     """NVIDIA one logger and OpenTelemetry tracing."""
 
@@ -111,6 +110,6 @@ class TelemetryOptions:
         help="Comma-separated groups of spans to trace.")] = None
 
 
-@dataclass
+@options
 class LoggingOptions(ValidationOptions, LogOptions, TelemetryOptions):
     """Every setting of the logging plugin."""

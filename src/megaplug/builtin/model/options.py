@@ -6,12 +6,12 @@ parser exactly, including its quirks (``--onnx-safe`` takes a ``bool(...)`` of i
 """
 
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal, Optional
 
 from typing_extensions import Annotated
 
-from megaplug import Flag
+from megaplug import Flag, options
 
 from .types import (
     AttnBackend,
@@ -26,7 +26,7 @@ from .types import (
 PositionEmbedding = Literal["learned_absolute", "rope", "yarn", "mrope", "relative", "none"]
 
 
-@dataclass
+@options
 class ModelOptions:
     """Every flag of the ``model`` plugin."""
 

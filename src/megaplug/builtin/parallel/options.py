@@ -1,15 +1,15 @@
 """The parallel plugin's settings: model-parallel sizes, pipeline layout, DDP and process groups."""
 
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal, Optional
 
 from typing_extensions import Annotated
 
-from megaplug import Computed, Flag, FromEnv
+from megaplug import Computed, Flag, FromEnv, options
 
 
-@dataclass
+@options
 class ParallelOptions:
     """Every setting the parallel plugin declares, derives or reads from the environment."""
 

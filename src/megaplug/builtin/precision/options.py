@@ -2,15 +2,14 @@
 gradient reduction and of a few special tensors."""
 
 
-from dataclasses import dataclass
 from typing import Optional, Union
 
 from typing_extensions import Annotated
 
-from megaplug import Computed, Flag, TorchDType
+from megaplug import Computed, Flag, TorchDType, options
 
 
-@dataclass
+@options
 class PrecisionOptions:
     """Every setting the precision plugin declares or derives."""
 

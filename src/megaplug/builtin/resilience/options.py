@@ -2,15 +2,14 @@
 straggler detection, workload inspector, fault injection and the multi-storage client."""
 
 
-from dataclasses import dataclass
 from typing import Literal, Optional
 
 from typing_extensions import Annotated
 
-from megaplug import Flag
+from megaplug import Flag, options
 
 
-@dataclass
+@options
 class RestartOptions:
     """Autoresume and NVIDIA Resiliency Extension's in-process restart."""
 
@@ -54,7 +53,7 @@ class RestartOptions:
         help="Release the cached, unused GPU memory on every in-process restart.")] = False
 
 
-@dataclass
+@options
 class MonitoringOptions:
     """Fault tolerance, straggler detection and the workload inspector."""
 
@@ -76,7 +75,7 @@ class MonitoringOptions:
         help="Run the workload inspector server for on-demand profiling.")] = False
 
 
-@dataclass
+@options
 class FaultInjectorOptions:
     """Deliberate faults, to test the resilience machinery."""
 
@@ -100,7 +99,7 @@ class FaultInjectorOptions:
         help="Random seed of the fault injector.")] = None
 
 
-@dataclass
+@options
 class StorageOptions:
     """The multi-storage client (MSC) for object-store paths."""
 
@@ -112,6 +111,6 @@ class StorageOptions:
         help="Turn the multi-storage client off (deprecated: it is off by default).")] = False
 
 
-@dataclass
+@options
 class ResilienceOptions(RestartOptions, MonitoringOptions, FaultInjectorOptions, StorageOptions):
     """Every setting of the resilience plugin."""

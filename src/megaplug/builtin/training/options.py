@@ -1,12 +1,12 @@
 """The training plugin's settings, one dataclass per topic, joined in :class:`TrainingOptions`."""
 
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal, Optional
 
 from typing_extensions import Annotated
 
-from megaplug import Computed, Flag
+from megaplug import Computed, Flag, options
 
 from .enums import (
     EXIT_SIGNAL_CHOICES,
@@ -16,7 +16,7 @@ from .enums import (
 )
 
 
-@dataclass
+@options
 class BatchOptions:
     """Micro and global batch sizes, and how the global batch grows over training."""
 
@@ -38,7 +38,7 @@ class BatchOptions:
         help="Retired; use --micro-batch-size.")] = None
 
 
-@dataclass
+@options
 class IterationOptions:
     """How long to train, and when to stop early."""
 
@@ -69,7 +69,7 @@ class IterationOptions:
         "Validation samples consumed so far.")] = 0
 
 
-@dataclass
+@options
 class HousekeepingOptions:
     """Memory, garbage collection and periodic health checks during training."""
 
@@ -105,7 +105,7 @@ class HousekeepingOptions:
         "Whether layer activations are offloaded to CPU (set by --cpu-offloading-num-layers).")] = False
 
 
-@dataclass
+@options
 class RecomputeOptions:
     """Activation recomputation and offloading."""
 
@@ -148,7 +148,7 @@ class RecomputeOptions:
         help="Upper bound on offload copies in flight at once.")] = None
 
 
-@dataclass
+@options
 class CudaGraphOptions:
     """CUDA graph capture."""
 
@@ -170,7 +170,7 @@ class CudaGraphOptions:
         help="Retired spelling of --cuda-graph-modules.")] = None
 
 
-@dataclass
+@options
 class OptimizerOptions:
     """Which optimizer, its hyperparameters, and where its state lives."""
 
@@ -242,7 +242,7 @@ class OptimizerOptions:
         help="Rule that decides which parameters are exempt from weight decay.")] = None
 
 
-@dataclass
+@options
 class ScheduleOptions:
     """Learning-rate and weight-decay schedules."""
 
@@ -292,7 +292,7 @@ class ScheduleOptions:
         help="Freeze every layer, so no weight is updated.")] = False
 
 
-@dataclass
+@options
 class InitializationOptions:
     """Random seeds and parameter initialization."""
 
@@ -317,7 +317,7 @@ class InitializationOptions:
         help="Build the model on the meta device and materialize it later.")] = False
 
 
-@dataclass
+@options
 class KernelOptions:
     """Fused kernels, attention implementations and numerics."""
 
@@ -369,7 +369,7 @@ class KernelOptions:
              "disables it.")] = ""
 
 
-@dataclass
+@options
 class ProfilingOptions:
     """Profilers and memory snapshots."""
 
@@ -397,7 +397,7 @@ class ProfilingOptions:
         help="Mark model regions with NVTX ranges.")] = False
 
 
-@dataclass
+@options
 class RerunOptions:
     """The rerun state machine that checks results for transient faults."""
 
@@ -412,7 +412,7 @@ class RerunOptions:
         help="Check for unexpectedly large loss values.")] = False
 
 
-@dataclass
+@options
 class TrainingOptions(
     RerunOptions,
     ProfilingOptions,
