@@ -128,7 +128,7 @@ def _print_problems(error: ConfigError) -> None:
         print(f"  - {problem}", file=sys.stderr)
 
 
-def _kernel(options: argparse.Namespace, extra: Sequence[str] = ()):
+def _kernel(options: argparse.Namespace, extra: Sequence[str] = (), tolerant: bool = False):
     from ._api import load
 
     controls: list[str] = []
@@ -136,13 +136,24 @@ def _kernel(options: argparse.Namespace, extra: Sequence[str] = ()):
         controls += ["-p", name]
     if getattr(options, "no_autoload", False):
         controls.append("--no-autoload")
+    if tolerant:
+        # an impossible plugin ordering marks those plugins broken, so the rest can be listed
+        from ._kernel import Kernel
+        from ._plugins import PluginSelection, PluginSet
+
+        selection = PluginSelection.from_environment()
+        rest = selection.take_from_argv([*controls, *extra])
+        return Kernel(PluginSet(selection, tolerant=True)), rest
     return load([*controls, *extra])
 
 
 # -- list / flags ----------------------------------------------------------------------
 
 def _cmd_list(options: argparse.Namespace, _: list[str]) -> int:
-    kernel, _rest = _kernel(options)
+    try:
+        kernel, _rest = _kernel(options)
+    except PluginError:
+        kernel, _rest = _kernel(options, tolerant=True)
     counts: dict[str, int] = {}
     for spec in kernel.table:
         if spec.kind == "flag":

@@ -223,9 +223,12 @@ class PluginSet:
         builtins: Iterable[str | types.ModuleType | object] = BUILTIN_PLUGINS,
         extra: Iterable[object] = (),
         local: TargetEnvironment | None = None,
+        tolerant: bool = False,
     ) -> None:
         started = time.perf_counter()
         self.selection = selection or PluginSelection()
+        #: Mark plugins with impossible ordering broken instead of raising (``megaplug list``).
+        self.tolerant = tolerant
         self.local = local or TargetEnvironment()
         self.records: dict[str, PluginRecord] = {}
         self.manager = _Manager("megaplug")
@@ -354,10 +357,9 @@ class PluginSet:
             record = self.records[name]
             for first in record.after:
                 if first not in known:
-                    raise PluginError(
+                    return self._ordering_failure([name], (
                         f"plugin {name!r} ({record.where()}) must run after {first!r}, "
-                        f"which is not installed"
-                    )
+                        f"which is not installed"))
                 if first in edges:
                     edges[first].add(name)
             for later in record.before:
@@ -379,11 +381,20 @@ class PluginSet:
                     heapq.heappush(ready, target)
         if len(order) != len(active):
             stuck = sorted(n for n in active if n not in order)
-            raise PluginError(
+            return self._ordering_failure(stuck, (
                 "plugin ordering has a cycle among: " + ", ".join(stuck)
-                + " (check their after=/before= declarations)"
-            )
+                + " (check their after=/before= declarations)"))
         return order
+
+    def _ordering_failure(self, names: list[str], message: str) -> list[str]:
+        """Raise, or when tolerant mark ``names`` broken and order the rest."""
+        if not self.tolerant:
+            raise PluginError(message)
+        for name in names:
+            record = self.records[name]
+            record.status, record.reason = BROKEN, message
+            self.manager.unregister(name=name)
+        return self._resolve_order()
 
     # -- queries ---------------------------------------------------------------------
 
