@@ -88,7 +88,8 @@ class Kernel:
                     plugin=record.name,
                 ))
         self._impls = self._collect_implementations()
-        for record in plugins.active():
+        # Built-ins declare first, so a plugin claiming a built-in's flag is the one broken.
+        for record in sorted(plugins.active(), key=lambda r: r.source != "builtin"):
             self._declare(record, self.table)
         self._learn_inactive_flags()
         self.timings["add_args"] = time.perf_counter() - started

@@ -380,9 +380,10 @@ class PluginSet:
                 if incoming[target] == 0:
                     heapq.heappush(ready, target)
         if len(order) != len(active):
-            stuck = sorted(n for n in active if n not in order)
-            return self._ordering_failure(stuck, (
-                "plugin ordering has a cycle among: " + ", ".join(stuck)
+            stuck = {n for n in active if n not in order}
+            cycle = _on_a_cycle(stuck, edges) or sorted(stuck)
+            return self._ordering_failure(cycle, (
+                "plugin ordering has a cycle among: " + ", ".join(cycle)
                 + " (check their after=/before= declarations)"))
         return order
 
@@ -408,6 +409,22 @@ class PluginSet:
         """The plugin's function for ``hook``, or ``None``."""
         record = self.records[plugin]
         return _hook_function(record.module, hook)
+
+
+def _on_a_cycle(stuck: set[str], edges: dict[str, set[str]]) -> list[str]:
+    """The stuck plugins that lie on a cycle (the rest merely follow one)."""
+    def reaches(start: str, goal: str) -> bool:
+        seen, pending = set(), [start]
+        while pending:
+            for target in edges[pending.pop()] & stuck:
+                if target == goal:
+                    return True
+                if target not in seen:
+                    seen.add(target)
+                    pending.append(target)
+        return False
+
+    return sorted(name for name in stuck if reaches(name, name))
 
 
 def _hook_function(plugin: Any, hook: str) -> Any:

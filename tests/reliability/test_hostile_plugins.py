@@ -1,0 +1,246 @@
+"""Broken and hostile plugins: each gets a clear error naming it; ``megaplug list`` still works.
+
+Each hostile plugin is a real module on ``sys.path``, loaded either with ``-p NAME`` or
+as an installed entry point (``megaplug._plugins._entry_points`` extended), next to every
+built-in and installed plugin. One test installs a real distribution (a ``.dist-info``
+with ``entry_points.txt``) and runs ``python -m megaplug`` in a subprocess.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from reliability_support import MINIMAL, resolve_environment
+
+import megaplug
+from megaplug import _api
+from megaplug._cli import main
+from megaplug._discovery import EntryPointInfo, entry_points
+
+HEADER = "from megaplug import PluginInfo, hookimpl\n"
+
+HOSTILE = {
+    "hostile_import": "raise RuntimeError('needs a GPU driver that is not here')\n",
+    "hostile_add_args": HEADER + textwrap.dedent("""
+        megaplug_plugin = PluginInfo(name="hostile_add_args")
+        @hookimpl
+        def add_args(flags):
+            raise KeyError("declared nothing")
+    """),
+    "hostile_normalize": HEADER + textwrap.dedent("""
+        megaplug_plugin = PluginInfo(name="hostile_normalize")
+        @hookimpl
+        def normalize(config):
+            config.num_layers.upper()
+    """),
+    "hostile_derive": HEADER + textwrap.dedent("""
+        megaplug_plugin = PluginInfo(name="hostile_derive", after=("model",))
+        @hookimpl
+        def derive(config):
+            return config.hidden_size // 0
+    """),
+    "hostile_validate": HEADER + textwrap.dedent("""
+        megaplug_plugin = PluginInfo(name="hostile_validate")
+        @hookimpl
+        def validate(config):
+            return [None]  # not a Problem
+    """),
+    "hostile_mutator": HEADER + textwrap.dedent("""
+        megaplug_plugin = PluginInfo(name="hostile_mutator", after=("model",))
+        @hookimpl
+        def add_args(flags):
+            flags.add_argument("--hostile-sizes", type=int, nargs="+", default=[1, 2],
+                               help="Sizes the hostile plugin tampers with.")
+        @hookimpl
+        def validate(config):
+            config.hostile_sizes.append(3)
+    """),
+    "hostile_setter": HEADER + textwrap.dedent("""
+        megaplug_plugin = PluginInfo(name="hostile_setter", after=("model",))
+        @hookimpl
+        def validate(config):
+            config.set("num_layers", 99)
+    """),
+    "hostile_owner": HEADER + textwrap.dedent("""
+        megaplug_plugin = PluginInfo(name="hostile_owner")
+        @hookimpl
+        def add_args(flags):
+            flags.add_argument("--num-layers", type=int, default=1, help="Stolen.")
+    """),
+    "hostile_cycle_a": HEADER + textwrap.dedent("""
+        megaplug_plugin = PluginInfo(name="hostile_cycle_a", after=("hostile_cycle_b",))
+        @hookimpl
+        def validate(config):
+            pass
+    """),
+    "hostile_cycle_b": HEADER + textwrap.dedent("""
+        megaplug_plugin = PluginInfo(name="hostile_cycle_b", after=("hostile_cycle_a",),
+                                     before=("model",))
+        @hookimpl
+        def validate(config):
+            pass
+    """),
+    "hostile_after_ghost": HEADER + textwrap.dedent("""
+        megaplug_plugin = PluginInfo(name="hostile_after_ghost", after=("no_such_plugin",))
+    """),
+}
+
+#: plugin(s) to load -> (name, status in ``megaplug list``, text the error must contain)
+CASES = {
+    "import": (["hostile_import"], "hostile_import", "broken",
+               "RuntimeError: needs a GPU driver that is not here"),
+    "add_args": (["hostile_add_args"], "hostile_add_args", "broken",
+                 "KeyError"),
+    "normalize": (["hostile_normalize"], "hostile_normalize", "active",
+                  "raised AttributeError in normalize"),
+    "derive": (["hostile_derive"], "hostile_derive", "active",
+               "raised ZeroDivisionError in derive"),
+    "validate": (["hostile_validate"], "hostile_validate", "active",
+                 "raised AttributeError in validate"),
+    "mutator": (["hostile_mutator"], "hostile_mutator", "active",
+                "plugin 'hostile_mutator' changed hostile_sizes in validate"),
+    "setter": (["hostile_setter"], "hostile_setter", "active", "num_layers"),
+    "owner": (["hostile_owner"], "hostile_owner", "broken",
+              "plugins 'model' and 'hostile_owner' both declare the setting 'num_layers'"),
+    "cycle": (["hostile_cycle_a", "hostile_cycle_b"], "hostile_cycle_a", "broken",
+              "plugin ordering has a cycle among: hostile_cycle_a, hostile_cycle_b"),
+    "after_ghost": (["hostile_after_ghost"], "hostile_after_ghost", "broken",
+                    "must run after 'no_such_plugin', which is not installed"),
+}
+
+
+@pytest.fixture
+def hostile_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The hostile modules importable; kernel caches and imported copies dropped after."""
+    for name, source in HOSTILE.items():
+        (tmp_path / f"{name}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(_api, "_KERNELS", {})
+    yield tmp_path
+    for name in HOSTILE:
+        sys.modules.pop(name, None)
+
+
+def _cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with resolve_environment(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def _controls(modules: list[str]) -> list[str]:
+    return [token for module in modules for token in ("-p", module)]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_hostile_plugin_by_name_is_named_and_list_still_works(hostile_path: Path, case: str):
+    modules, name, status, text = CASES[case]
+    code, out, err = _cli("list", "--json", *_controls(modules))
+    assert code == 0, err
+    rows = {row["name"]: row for row in json.loads(out)}
+    assert rows[name]["status"] == status
+    assert rows["model"]["status"] == "active" and rows["moe"]["status"] == "active"
+    if status == "broken":
+        assert text in rows[name]["reason"]
+    code, out, err = _cli("list", *_controls(modules))
+    assert code == 0 and name in out
+
+    code, out, err = _cli("resolve", "--assume-device-capability", "none",
+                          *_controls(modules), "--", *MINIMAL)
+    assert code == 2, out
+    assert "Traceback" not in err
+    naming = [line for line in err.splitlines() if name in line]
+    assert naming and any(text in line for line in naming), err
+    assert all("hint:" in line for line in naming if line.startswith("  - "))
+
+
+@pytest.mark.parametrize("case", sorted(set(CASES) - {"cycle"}))
+def test_blocking_the_hostile_plugin_restores_a_clean_resolve(hostile_path: Path, case: str):
+    modules, name, _status, _text = CASES[case]
+    blocks = [token for module in modules for token in ("-p", f"no:{module}")]
+    code, out, err = _cli("resolve", "--assume-device-capability", "none",
+                          *_controls(modules), *blocks, "--", *MINIMAL)
+    assert code == 0, err
+    assert json.loads(out)["num_layers"] == 2
+
+
+def test_the_kernel_reports_each_hostile_phase_as_a_problem_of_that_plugin(hostile_path: Path):
+    kernel, rest = megaplug.load(_controls(["hostile_normalize", "hostile_derive",
+                                            "hostile_validate", "hostile_mutator",
+                                            "hostile_setter"]))
+    with pytest.raises(megaplug.ConfigError) as info:
+        kernel.resolve([*rest, *MINIMAL], environ={},
+                       target=megaplug.TargetEnvironment(device_capability=None))
+    by_plugin = {p.plugin: p for p in info.value.problems}
+    assert "ZeroDivisionError in derive" in by_plugin["hostile_derive"].message
+    assert "AttributeError in normalize" in by_plugin["hostile_normalize"].message
+    assert "-p no:hostile_derive" in by_plugin["hostile_derive"].hint
+    assert by_plugin["hostile_mutator"].flags == ("hostile_sizes",)
+    assert "validate must only report problems" in by_plugin["hostile_mutator"].hint
+    assert "move the change to a derive or normalize hook" in by_plugin["hostile_setter"].hint
+    # the tampering never reaches anybody: the other plugins' checks still ran on true values
+    assert not [p for p in info.value.problems if p.plugin in ("model", "parallel", "training")]
+
+
+def test_a_cycle_fails_resolve_cleanly_from_the_library_too(hostile_path: Path):
+    with pytest.raises(megaplug.PluginError, match="cycle among: hostile_cycle_a, hostile_cycle_b"):
+        megaplug.load(_controls(["hostile_cycle_a", "hostile_cycle_b"]))
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_hostile_plugin_as_an_entry_point(hostile_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          case: str):
+    modules, name, status, text = CASES[case]
+    installed = list(entry_points())
+    hostile = [EntryPointInfo(module, module, f"{module.replace('_', '-')}-dist", "6.6.6")
+               for module in modules]
+    monkeypatch.setattr("megaplug._plugins._entry_points", lambda: installed + hostile)
+    code, out, err = _cli("list", "--json")
+    assert code == 0, err
+    rows = {row["name"]: row for row in json.loads(out)}
+    assert rows[name]["status"] == status
+    assert rows[name]["distribution"] == f"{modules[0].replace('_', '-')}-dist" or case == "cycle"
+    code, out, err = _cli("resolve", "--assume-device-capability", "none", "--", *MINIMAL)
+    assert code == 2 and "Traceback" not in err
+    assert any(name in line and text in line for line in err.splitlines()), err
+
+
+def test_an_installed_broken_distribution_in_a_real_process(tmp_path: Path):
+    """A real .dist-info on PYTHONPATH: ``python -m megaplug list`` and ``resolve``."""
+    site = tmp_path / "site"
+    dist_info = site / "megaplug_hostile-1.0.dist-info"
+    dist_info.mkdir(parents=True)
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: megaplug-hostile\n"
+                                        "Version: 1.0\n")
+    (dist_info / "entry_points.txt").write_text(
+        "[megaplug]\nhostile_import = hostile_import\nhostile_derive = hostile_derive\n")
+    for module in ("hostile_import", "hostile_derive"):
+        (site / f"{module}.py").write_text(HOSTILE[module])
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("MEGAPLUG_", "RANK", "WORLD_SIZE"))}
+    env.update(PYTHONPATH=os.pathsep.join([str(site), env.get("PYTHONPATH", "")]),
+               MEGAPLUG_NO_CACHE="1")
+    listing = subprocess.run([sys.executable, "-m", "megaplug", "list"], env=env,
+                             capture_output=True, text=True)
+    assert listing.returncode == 0, listing.stderr
+    assert "hostile_import  broken" in listing.stdout.replace("   ", "  ") or \
+        any(line.startswith("hostile_import") and "broken" in line
+            for line in listing.stdout.splitlines())
+    assert "megaplug-hostile" in listing.stdout
+    resolved = subprocess.run(
+        [sys.executable, "-m", "megaplug", "resolve", "--assume-device-capability", "none",
+         "--", *MINIMAL], env=env, capture_output=True, text=True)
+    assert resolved.returncode == 2 and "Traceback" not in resolved.stderr
+    assert "plugin 'hostile_import' (entry point hostile_import = hostile_import, " \
+           "distribution megaplug-hostile) is broken" in resolved.stderr
+    assert "plugin 'hostile_derive'" in resolved.stderr
+    assert "raised ZeroDivisionError in derive" in resolved.stderr
