@@ -301,7 +301,9 @@ def _cmd_resolve(options: argparse.Namespace, args: list[str]) -> int:
         from ._config import Resolved
 
         given = Resolved({}, provenance, None, [], []).given()  # type: ignore[arg-type]
-        values = {k: encode(v) for k, v in given.items() if k not in ("rank", "world_size")}
+        # the facade's private markers (_is_global_batch_size_...) are not settings
+        values = {k: encode(v) for k, v in given.items()
+                  if k not in ("rank", "world_size") and not k.startswith("_")}
     if options.format == "yaml":
         import yaml
 
