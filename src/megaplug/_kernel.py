@@ -15,49 +15,24 @@ from ._plugins import ACTIVE, PluginRecord, PluginSet
 from ._registry import FlagDeclarations, FlagTable
 from ._sources import ConfigFileError, load_config_file
 from ._target import TargetEnvironment
+from ._tokens import Occurrence, split
 
 PHASES = ("normalize", "derive", "validate")
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 
 
-class _Invalid:
-    """Stands in for a value whose conversion failed; the failure is already recorded."""
-
-    __slots__ = ()
+class _HelpParser(argparse.ArgumentParser):
+    """The parser ``--help`` prints; resolving never goes through argparse."""
 
 
-_INVALID = _Invalid()
-
-
-class _ParseFailure(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of exiting, so every problem reaches the report."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise _ParseFailure(message)
-
-
-def _recording(base: type[argparse.Action]) -> type[argparse.Action]:
-    class Recording(base):  # type: ignore[valid-type, misc]
-        def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
-            super().__call__(parser, namespace, values, option_string)
-            namespace.__dict__.setdefault("_megaplug_spellings", {})[self.dest] = option_string
-
-    Recording.__name__ = "Recording" + base.__name__
-    return Recording
-
-
-_ACTION_CLASSES: dict[str, type[argparse.Action]] = {
-    "store": _recording(argparse._StoreAction),
-    "store_true": _recording(argparse._StoreTrueAction),
-    "store_false": _recording(argparse._StoreFalseAction),
-    "store_const": _recording(argparse._StoreConstAction),
-    "boolean_optional": _recording(argparse.BooleanOptionalAction),
-    "append": _recording(argparse._AppendAction),
-    "count": _recording(argparse._CountAction),
+_ACTIONS: dict[str, Any] = {
+    "store": "store",
+    "store_true": "store_true",
+    "store_false": "store_false",
+    "store_const": "store_const",
+    "boolean_optional": argparse.BooleanOptionalAction,
+    "append": "append",
+    "count": "count",
 }
 
 
@@ -73,8 +48,7 @@ class Kernel:
         self.table = FlagTable()
         self.setup_problems: list[Problem] = []
         self.inactive_flags: dict[str, PluginRecord] = {}
-        self._type_errors: list[tuple[FlagSpec, str, str]] = []
-        self._parser: _Parser | None = None
+        self._parser: _HelpParser | None = None
         self._snapshot: dict[str, Any] = {}
         #: Seconds spent per stage: "add_args" once, then per resolve "parse",
         #: "normalize", "derive", "validate" (overwritten by each resolve).
@@ -163,13 +137,13 @@ class Kernel:
             self._learn_flags_of(record, module)
 
     def parser(self) -> argparse.ArgumentParser:
-        """The argparse parser for ``--help`` and tokenizing (built once, grouped by plugin)."""
+        """An argparse parser of every flag, grouped by plugin, for ``--help``."""
         if self._parser is None:
             self._parser = self._build_parser()
         return self._parser
 
-    def _build_parser(self) -> _Parser:
-        parser = _Parser(prog="megaplug", allow_abbrev=False,
+    def _build_parser(self) -> _HelpParser:
+        parser = _HelpParser(prog="megaplug", allow_abbrev=False,
                          argument_default=argparse.SUPPRESS,
                          description="Arguments resolved by megaplug, grouped by plugin.")
         groups: dict[str, Any] = {}
@@ -187,11 +161,9 @@ class Kernel:
 
     def _argparse_kwargs(self, spec: FlagSpec) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"dest": spec.dest, "default": argparse.SUPPRESS,
-                                  "action": _ACTION_CLASSES[spec.action]}
+                                  "action": _ACTIONS[spec.action]}
         kwargs["help"] = argparse.SUPPRESS if spec.hidden else (spec.help or None)
         if spec.action in ("store", "append"):
-            if spec.type is not None:
-                kwargs["type"] = self._collecting(spec)
             if spec.nargs is not None:
                 kwargs["nargs"] = spec.nargs
             metavar = spec.metavar
@@ -199,25 +171,9 @@ class Kernel:
                 metavar = "{" + ",".join(_choice_name(c) for c in spec.choices) + "}"
             if metavar is not None:
                 kwargs["metavar"] = metavar
-            if spec.const is not None:
-                kwargs["const"] = spec.const
         elif spec.action == "store_const":
             kwargs["const"] = spec.const
         return kwargs
-
-    def _collecting(self, spec: FlagSpec) -> Callable[[str], Any]:
-        convert = spec.type
-        errors = self._type_errors
-
-        def collect(text: str) -> Any:
-            try:
-                return convert(text)  # type: ignore[misc]
-            except (ValueError, TypeError, argparse.ArgumentTypeError, OverflowError) as exc:
-                errors.append((spec, text, str(exc)))
-                return _INVALID
-
-        collect.__name__ = spec.type_name or "value"
-        return collect
 
     # -- resolving -------------------------------------------------------------------
 
@@ -329,38 +285,54 @@ class Kernel:
     def _apply_command_line(self, argv: Sequence[str], values: dict[str, Any],
                             provenance: dict[str, Provenance], sink: ProblemSink,
                             ignore_unknown: bool) -> None:
-        parser = self.parser()
-        self._type_errors.clear()
-        try:
-            namespace, unknown = parser.parse_known_args(list(argv))
-        except _ParseFailure as exc:
-            sink.problems.append(Problem(f"command line: {exc}",
+        tokens = split(argv, self.table.by_option)
+        if tokens.wants_help:
+            self.parser().print_help()
+            raise SystemExit(0)
+        for message in tokens.errors:
+            sink.problems.append(Problem(f"command line: {message}",
                                          hint="run with --help to see the accepted flags"))
-            return
-        spellings = namespace.__dict__.pop("_megaplug_spellings", {})
-        for spec, text, message in self._type_errors:
-            detail = f" ({message})" if message else ""
-            sink.problems.append(Problem(
-                f"{spec.primary}: invalid {spec.type_name} value {text!r}{detail}",
-                (spec.primary,), plugin=spec.plugin,
-                hint=_choices_hint(spec) or f"give {spec.primary} a {spec.type_name} value"))
-        for dest, value in vars(namespace).items():
-            if _contains_invalid(value):
+        for occurrence in tokens.occurrences:
+            spec = occurrence.spec
+            try:
+                value = self._occurrence_value(occurrence, values)
+            except ValueError as exc:
+                sink.problems.append(Problem(
+                    f"{spec.primary}: {exc}", (spec.primary,), plugin=spec.plugin,
+                    hint=_choices_hint(spec) or f"give {spec.primary} a {spec.type_name} value"))
                 continue
-            spec = self.table.by_dest[dest][0]
             if not spec.check_choice(value):
                 sink.problems.append(_choice_problem(spec, value, "command line"))
                 continue
-            values[dest] = value
-            spelling = spellings.get(dest) or spec.primary
-            provenance[dest] = Provenance("command-line", spelling, spec.plugin,
-                                          previous=provenance.get(dest), value=value)
-            used = self.table.by_option.get(spelling)
-            if used is not None and used.deprecated:
-                sink.warnings.append(_warning(f"{spelling} is deprecated: {used.deprecated}",
-                                              spelling, spec.plugin))
+            values[spec.dest] = value
+            provenance[spec.dest] = Provenance("command-line", occurrence.spelling, spec.plugin,
+                                               previous=provenance.get(spec.dest), value=value)
+            if spec.deprecated:
+                sink.warnings.append(_warning(f"{occurrence.spelling} is deprecated: "
+                                              f"{spec.deprecated}", occurrence.spelling,
+                                              spec.plugin))
         if not ignore_unknown:
-            self._report_unknown(unknown, sink)
+            self._report_unknown(tokens.unknown, sink)
+
+    @staticmethod
+    def _occurrence_value(occurrence: Occurrence, values: dict[str, Any]) -> Any:
+        """The value one use of a flag stands for, with argparse's action semantics."""
+        spec, raw = occurrence.spec, occurrence.raw
+        action = spec.action
+        if action in ("store_true", "store_false", "store_const"):
+            return spec.const
+        if action == "boolean_optional":
+            return not occurrence.spelling.startswith("--no-")
+        if action == "count":
+            current = values.get(spec.dest)
+            return (current if isinstance(current, int) else 0) + 1
+        if raw is None:  # nargs "?" without a value
+            return spec.const
+        converted = _convert(spec, raw)
+        if action == "append":
+            current = values.get(spec.dest)
+            return [*(current if isinstance(current, list) else []), converted]
+        return converted
 
     def _report_unknown(self, unknown: Sequence[str], sink: ProblemSink) -> None:
         skip_values = False
@@ -474,6 +446,23 @@ class Kernel:
                     draft._values[key] = copy.deepcopy(snapshot[key])
 
 
+def _convert(spec: FlagSpec, raw: str | list[str]) -> Any:
+    """Apply the flag's type to a raw value (or each of a list), as argparse would."""
+    if spec.type is None:
+        return raw
+    if isinstance(raw, list):
+        return [_convert_text(spec, item) for item in raw]
+    return _convert_text(spec, raw)
+
+
+def _convert_text(spec: FlagSpec, text: str) -> Any:
+    try:
+        return spec.type(text)  # type: ignore[misc]
+    except (ValueError, TypeError, argparse.ArgumentTypeError, OverflowError) as exc:
+        detail = f" ({exc})" if str(exc) else ""
+        raise ValueError(f"invalid {spec.type_name} value {text!r}{detail}") from None
+
+
 def _invoke(impl: Any, argument: Any) -> Any:
     return impl.function(argument) if impl.argnames else impl.function()
 
@@ -488,14 +477,6 @@ def _fresh(value: Any) -> Any:
     if isinstance(value, (list, dict, set)):
         return copy.copy(value)
     return value
-
-
-def _contains_invalid(value: Any) -> bool:
-    if value is _INVALID:
-        return True
-    if isinstance(value, list):
-        return any(_contains_invalid(v) for v in value)
-    return False
 
 
 def _mutable_snapshot(values: dict[str, Any]) -> dict[str, Any]:

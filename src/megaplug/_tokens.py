@@ -1,0 +1,144 @@
+"""Splitting a command line into flag occurrences, the way argparse does.
+
+Building an argparse parser for ~900 flags costs more than everything else in a resolve,
+and every rank of a job pays it at start-up. The flag table already knows every option
+string, so megaplug matches tokens against it directly, reproducing argparse's rules for
+what counts as an option (``--x``, ``--x=v``; ``-1`` and ``-.5`` are values, ``-1e-4`` is
+not; a token with a space is a value), how many values each ``nargs`` takes, and its
+error wording. argparse itself is still used to print ``--help``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from ._options import FlagSpec
+
+#: argparse's own test for a token that is a negative number rather than an option.
+_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+
+HELP_TOKENS = ("-h", "--help")
+
+
+@dataclass
+class Occurrence:
+    """One use of a flag: the spec, the spelling used and the raw value(s) given."""
+
+    spec: FlagSpec
+    spelling: str
+    raw: str | list[str] | None
+
+
+@dataclass
+class Tokens:
+    occurrences: list[Occurrence] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    wants_help: bool = False
+
+
+def _is_option(token: str, options: Mapping[str, FlagSpec]) -> bool:
+    if not token or token[0] != "-":
+        return False
+    if token in options or token in HELP_TOKENS:
+        return True
+    if len(token) == 1:
+        return False
+    if "=" in token and token.split("=", 1)[0] in options:
+        return True
+    if _NEGATIVE_NUMBER.match(token):
+        return False
+    return " " not in token
+
+
+def _expected(nargs: int | str | None) -> str:
+    if nargs is None:
+        return "expected one argument"
+    if nargs == "+":
+        return "expected at least one argument"
+    if nargs == "?":
+        return "expected at most one argument"
+    return f"expected {nargs} argument{'s' if nargs != 1 else ''}"
+
+
+def split(argv: Sequence[str], options: Mapping[str, FlagSpec]) -> Tokens:
+    """Match ``argv`` against ``options`` (option string -> spec), collecting every error."""
+    result = Tokens()
+    tokens = list(argv)
+    kinds = []
+    after_separator = False
+    for token in tokens:
+        if after_separator:
+            kinds.append("A")
+        elif token == "--":
+            kinds.append("-")
+            after_separator = True
+        else:
+            kinds.append("O" if _is_option(token, options) else "A")
+    index = 0
+    while index < len(tokens):
+        token, kind = tokens[index], kinds[index]
+        index += 1
+        if kind != "O":
+            if kind == "A":
+                result.unknown.append(token)
+            continue
+        if token in HELP_TOKENS:
+            result.wants_help = True
+            continue
+        spelling, explicit = token, None
+        if token not in options and "=" in token:
+            spelling, explicit = token.split("=", 1)
+        spec = options.get(spelling)
+        if spec is None:
+            result.unknown.append(token)
+            continue
+        index = _take_values(spec, spelling, explicit, tokens, kinds, index, result)
+    return result
+
+
+def _take_values(spec: FlagSpec, spelling: str, explicit: str | None, tokens: list[str],
+                 kinds: list[str], index: int, result: Tokens) -> int:
+    """Record one occurrence of ``spec``; returns the index of the next unread token."""
+    if not spec.takes_value:
+        if explicit is not None:
+            result.errors.append(f"argument {spelling}: ignored explicit argument {explicit!r}")
+        else:
+            result.occurrences.append(Occurrence(spec, spelling, None))
+        return index
+    nargs = spec.nargs
+    if explicit is not None:
+        if nargs in (None, "?"):
+            result.occurrences.append(Occurrence(spec, spelling, explicit))
+        elif nargs in ("+", "*", 1):
+            result.occurrences.append(Occurrence(spec, spelling, [explicit]))
+        else:
+            result.errors.append(f"argument {spelling}: {_expected(nargs)}")
+        return index
+    available = 0
+    while index + available < len(tokens) and kinds[index + available] == "A":
+        available += 1
+    if nargs is None:
+        if available < 1:
+            result.errors.append(f"argument {spelling}: {_expected(nargs)}")
+            return index
+        result.occurrences.append(Occurrence(spec, spelling, tokens[index]))
+        return index + 1
+    if nargs == "?":
+        taken = tokens[index:index + min(available, 1)]
+        result.occurrences.append(Occurrence(spec, spelling, taken[0] if taken else None))
+        return index + len(taken)
+    if nargs in ("+", "*"):
+        if nargs == "+" and available < 1:
+            result.errors.append(f"argument {spelling}: {_expected(nargs)}")
+            return index
+        result.occurrences.append(Occurrence(spec, spelling, tokens[index:index + available]))
+        return index + available
+    count = int(nargs)
+    if available < count:
+        result.errors.append(f"argument {spelling}: {_expected(count)}")
+        return index + available
+    result.occurrences.append(Occurrence(spec, spelling, tokens[index:index + count]))
+    return index + count
