@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import os
+import sys
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -93,6 +94,24 @@ def enum_types(values: Iterable[Any]) -> list[type]:
         for item in items:
             if isinstance(item, enum.Enum):
                 found[type(item)] = None
+    return list(found)
+
+
+def plugin_enum_types(modules: Iterable[Any]) -> list[type]:
+    """Enum classes defined in the packages of the given plugin modules.
+
+    A plugin may derive an enum that no flag declares (a string flag turned into an
+    enum member), and a run saves it; these classes are the plugins' own code.
+    """
+    packages = {getattr(m, "__package__", None) or getattr(m, "__name__", "") for m in modules}
+    packages.discard("")
+    found: dict[type, None] = {}
+    for name, module in list(sys.modules.items()):
+        if module is None or not any(name == p or name.startswith(p + ".") for p in packages):
+            continue
+        for value in list(vars(module).values()):
+            if isinstance(value, type) and issubclass(value, enum.Enum) and value.__module__ == name:
+                found[value] = None
     return list(found)
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
+import math
 import types
 import typing
 from dataclasses import dataclass
@@ -174,16 +176,29 @@ class FlagSpec:
 
     def _convert_one(self, raw: Any) -> Any:
         if not isinstance(raw, str):
-            if self.type in (int, float) and isinstance(raw, bool):
-                raise ValueError(f"expected {self.type_name}, got {raw!r}")
-            if self.type is float and isinstance(raw, int):
-                return float(raw)
-            return raw
+            if self.type in (int, float, str):
+                return self._plain_scalar(raw)
+            if isinstance(raw, enum.Enum) or type(raw).__module__ in ("megaplug._values", "torch"):
+                return raw  # already the parsed value (a caller default, a checkpoint)
+            # a structured value (``[1, 0, 1]`` for a pattern) goes through the parser as text
+            raw = json.dumps(raw)
         try:
             return self.type(raw)  # type: ignore[misc]
         except (TypeError, ValueError) as exc:
             detail = f": {exc}" if str(exc) else ""
             raise ValueError(f"invalid {self.type_name} value {raw!r}{detail}") from None
+
+    def _plain_scalar(self, raw: Any) -> Any:
+        """A YAML/JSON scalar for an ``int``, ``float`` or ``str`` flag, or ``ValueError``."""
+        # A plugin reads an int flag as an int: a 1.5, a list or a mapping must stop here.
+        if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+            if self.type is str:
+                return str(raw)
+            if self.type is float:
+                return float(raw)
+            if isinstance(raw, int) or (math.isfinite(raw) and raw.is_integer()):
+                return int(raw)
+        raise ValueError(f"expected {self.type_name}, got {raw!r}")
 
     def check_choice(self, value: Any) -> bool:
         if self.choices is None or value is None:

@@ -168,6 +168,8 @@ def _load_checkpoint_args(args: argparse.Namespace, sink: ProblemSink) -> None:
     allowed = _checkpoint.enum_types(
         [spec.default for spec in kernel.table] + [c for spec in kernel.table
                                                     for c in (spec.choices or ())])
+    allowed += _checkpoint.plugin_enum_types(
+        record.module for record in kernel.plugins.active() if record.module is not None)
     for load_arg in ("pretrained_checkpoint", "load"):
         load_dir = getattr(args, load_arg, None)
         if load_dir is not None:
