@@ -168,7 +168,7 @@ class FlagSpec:
         converted element by element; other values are taken as they are. Raises
         ``ValueError`` with a readable message when conversion fails.
         """
-        if self.type is None or raw is None:
+        if raw is None or (self.type is None and not self.takes_value):
             return raw
         if isinstance(raw, (list, tuple)) and self.nargs not in (None, "?"):
             return [self._convert_one(item) for item in raw]
@@ -176,12 +176,14 @@ class FlagSpec:
 
     def _convert_one(self, raw: Any) -> Any:
         if not isinstance(raw, str):
-            if self.type in (int, float, str):
+            if self.type in (int, float, str, None):  # no type: argparse keeps the text
                 return self._plain_scalar(raw)
             if isinstance(raw, enum.Enum) or type(raw).__module__ in ("megaplug._values", "torch"):
                 return raw  # already the parsed value (a caller default, a checkpoint)
             # a structured value (``[1, 0, 1]`` for a pattern) goes through the parser as text
             raw = json.dumps(raw)
+        if self.type is None:
+            return raw
         try:
             return self.type(raw)  # type: ignore[misc]
         except (TypeError, ValueError) as exc:
@@ -192,13 +194,13 @@ class FlagSpec:
         """A YAML/JSON scalar for an ``int``, ``float`` or ``str`` flag, or ``ValueError``."""
         # A plugin reads an int flag as an int: a 1.5, a list or a mapping must stop here.
         if isinstance(raw, (int, float)) and not isinstance(raw, bool):
-            if self.type is str:
+            if self.type in (str, None):
                 return str(raw)
             if self.type is float:
                 return float(raw)
             if isinstance(raw, int) or (math.isfinite(raw) and raw.is_integer()):
                 return int(raw)
-        raise ValueError(f"expected {self.type_name}, got {raw!r}")
+        raise ValueError(f"expected {self.type_name or 'text'}, got {raw!r}")
 
     def check_choice(self, value: Any) -> bool:
         if self.choices is None or value is None:
