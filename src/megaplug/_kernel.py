@@ -208,6 +208,8 @@ class Kernel:
         if target is None:
             target = TargetEnvironment(environ=environ)
         elif environ is not None and target.environ is None:
+            # a copy: the caller's target may be reused with another environment
+            target = copy.copy(target)
             target.environ = environ
         values: dict[str, Any] = {}
         provenance: dict[str, Provenance] = {}
