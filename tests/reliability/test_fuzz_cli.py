@@ -31,7 +31,7 @@ from reliability_support import MINIMAL, ok_cases, resolve_environment
 import megaplug
 from megaplug._cli import main
 
-DEFAULT_EXAMPLES = 500
+DEFAULT_EXAMPLES = 1000
 EXAMPLES = int(os.environ.get("MEGAPLUG_FUZZ_EXAMPLES", DEFAULT_EXAMPLES))
 
 PATTERN_FLAGS = ("--moe-layer-freq", "--no-rope-freq", "--linear-attention-freq",
@@ -188,6 +188,33 @@ def test_resolve_never_crashes_and_no_plugin_raises(argv: list[str], world: str 
     RUNS["examples"] += 1
     RUNS[f"exit_{code}"] = RUNS.get(f"exit_{code}", 0) + 1
     check_outcome(argv, code, out, err)
+
+
+CONFIG_EXAMPLES = max(EXAMPLES // 5, 20)
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10, 10**30),
+                    st.floats(allow_nan=True, allow_infinity=True), ODD_TEXT, PATTERN_TEXT)
+CONFIG_VALUES = st.recursive(SCALARS, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=5), inner, max_size=3)),
+    max_leaves=8)
+
+
+@settings(max_examples=CONFIG_EXAMPLES, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(settings_=st.dictionaries(st.sampled_from([s.dest for s in FLAG_SPECS]), CONFIG_VALUES,
+                                 min_size=1, max_size=6),
+       form=st.sampled_from(["yaml", "json"]))
+def test_config_files_never_crash_and_no_plugin_raises(tmp_path_factory: Any, settings_: dict,
+                                                       form: str) -> None:
+    """The same promise for values arriving through ``--config FILE`` (any JSON-able value)."""
+    import yaml
+
+    path = tmp_path_factory.mktemp("fuzz") / f"settings.{form}"
+    text = (yaml.safe_dump(settings_) if form == "yaml"
+            else json.dumps(settings_, allow_nan=True))
+    path.write_text(text)
+    code, out, err = run_resolve(["--config", str(path), *MINIMAL], "8")
+    RUNS["config_files"] = RUNS.get("config_files", 0) + 1
+    check_outcome([text], code, out, err)
 
 
 def test_fuzz_budget_was_spent() -> None:
