@@ -156,6 +156,15 @@ def test_retired_batch_size_flag():
     assert found[0].hint == "use --micro-batch-size 4"
 
 
+def test_weight_decay_cond_type_becomes_qk_layernorm_switch():
+    resolved = resolve("--no-weight-decay-cond-type", "apply_wd_to_qk_layernorm")
+    assert resolved.apply_wd_to_qk_layernorm is True
+    assert resolved.no_weight_decay_cond_type is None
+    assert "--no-weight-decay-cond-type is deprecated" in warnings(resolved)
+    plain = resolve()
+    assert plain.apply_wd_to_qk_layernorm is False and plain.no_weight_decay_cond_type is None
+
+
 def test_retired_keys_leave_the_result():
     resolved = resolve()
     for key in ("batch_size", "warmup", "checkpoint_activations", "recompute_activations",

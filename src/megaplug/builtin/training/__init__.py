@@ -40,6 +40,7 @@ def normalize(config: Draft) -> None:
     """Retired flags become their replacements, and CUDA graph modules become enum members."""
     optimizer.normalize_retired_batch_size(config)
     optimizer.normalize_retired_warmup(config)
+    optimizer.normalize_weight_decay_cond_type(config)
     recompute.normalize_checkpoint_activations(config)
     recompute.normalize_recompute_activations(config)
     cuda_graphs.normalize_retired_switches(config)

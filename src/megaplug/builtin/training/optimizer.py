@@ -26,6 +26,19 @@ def normalize_retired_warmup(config: Draft) -> None:
     config.discard("warmup")
 
 
+def normalize_weight_decay_cond_type(config: Draft) -> None:
+    """--no-weight-decay-cond-type apply_wd_to_qk_layernorm is the old spelling of
+    --apply-wd-to-qk-layernorm; Megatron keeps the flag but clears it after translating."""
+    if config.no_weight_decay_cond_type is None:
+        return
+    config.warn("--no-weight-decay-cond-type is deprecated; use --apply-wd-to-qk-layernorm",
+                flags=("no_weight_decay_cond_type",))
+    config.set("apply_wd_to_qk_layernorm", True, reason="--no-weight-decay-cond-type "
+               "apply_wd_to_qk_layernorm", inputs=("no_weight_decay_cond_type",))
+    config.set("no_weight_decay_cond_type", None, reason="translated to --apply-wd-to-qk-layernorm",
+               inputs=("no_weight_decay_cond_type",))
+
+
 def warn_dist_muon(config: Draft) -> None:
     """dist_muon still works but has a replacement."""
     if config.optimizer == "dist_muon":
