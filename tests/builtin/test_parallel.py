@@ -294,15 +294,18 @@ def test_overlap_param_gather_with_optimizer_step_prerequisites():
     assert resolve(ok, env={**ENV, "WORLD_SIZE": "4"}).overlap_param_gather_with_optimizer_step
 
 
-def test_several_distributed_optimizer_instances():
-    assert messages(["--num-distributed-optimizer-instances", "3"]) == [
-        "--num-distributed-optimizer-instances 3 needs --use-distributed-optimizer",
+def test_distributed_optimizer_instances_are_only_warned_about_like_megatron():
+    odd = resolve(["--num-distributed-optimizer-instances", "3"])
+    assert odd.num_distributed_optimizer_instances == 3
+    assert warnings_of(odd) == [
+        "--num-distributed-optimizer-instances 3 has no effect without "
+        "--use-distributed-optimizer",
         "8 data x context-parallel ranks cannot be split into "
         "--num-distributed-optimizer-instances 3 equal groups"]
     assert resolve(["--num-distributed-optimizer-instances", "2", "--use-distributed-optimizer"]) \
         .num_distributed_optimizer_instances == 2
-    assert messages(["--num-distributed-optimizer-instances", "0"]) == [
-        "--num-distributed-optimizer-instances is 0; it must be at least 1"]
+    assert warnings_of(resolve(["--num-distributed-optimizer-instances", "0"])) == [
+        "--num-distributed-optimizer-instances is 0; it should be at least 1"]
 
 
 def test_without_gloo_the_distributed_optimizer_needs_distributed_checkpoints():

@@ -97,3 +97,17 @@ def test_fp8_param_gather_without_sharding_is_still_rejected_when_frozen():
     found = _problems([*FROZEN, "--fp8-format", "hybrid", "--fp8-param-gather"])
     assert any(p.plugin == "precision" and "--fp8-param-gather needs sharded" in p.message
                for p in found)
+
+
+def test_emerging_optimizer_checks_see_the_distributed_optimizer_as_given():
+    # Megatron checks overlapped gathers and fp8 gathers before an emerging optimizer swaps
+    # the distributed optimizer for its layer-wise one.
+    resolved = _resolve(["--optimizer", "muon", "--use-distributed-optimizer",
+                         "--overlap-grad-reduce", "--overlap-param-gather", "--bf16",
+                         "--fp8-format", "e4m3", "--fp8-param-gather"])
+    assert resolved.use_distributed_optimizer is False
+    assert resolved.use_layer_wise_distributed_optimizer is True
+    assert resolved.overlap_param_gather is True
+    found = _problems(["--optimizer", "muon", "--overlap-grad-reduce", "--overlap-param-gather"])
+    assert any(p.plugin == "parallel" and "--overlap-param-gather needs sharded" in p.message
+               for p in found)

@@ -6,14 +6,19 @@ from __future__ import annotations
 from megaplug import Draft
 
 
+#: Settings whose late derivations turn a switch off only after Megatron's checks saw it on:
+#: ``--freeze-all-layers``, and an emerging ``--optimizer`` that replaces the distributed
+#: optimizer with its layer-wise one.
+_LATE_SWITCH_OFFS = ("freeze_all_layers", "optimizer")
+
+
 def _before_freeze(config: Draft, dest: str) -> bool:
-    """A switch as Megatron's checks saw it: ``--freeze-all-layers`` turns the distributed
-    optimizer and overlapped parameter gathers off only at the very end of validation."""
+    """A switch as Megatron's checks saw it, before the late derivations turned it off."""
     if config[dest]:
         return True
     record = config.source(dest)
-    return bool(config.get("freeze_all_layers") and record is not None
-                and record.source == "derived" and "freeze_all_layers" in record.inputs)
+    return bool(record is not None and record.source == "derived"
+                and any(name in record.inputs for name in _LATE_SWITCH_OFFS))
 
 
 def _sharded_optimizer(config: Draft) -> bool:
@@ -62,28 +67,30 @@ def check_overlap_param_gather_with_optimizer_step(config: Draft) -> None:
 
 
 def check_distributed_optimizer_instances(config: Draft) -> None:
-    """Several optimizer instances shard over equal parts of the data-parallel group."""
+    """Several optimizer instances shard over equal parts of the data-parallel group.
+
+    Megatron's argument validation accepts any count (the process groups are built later),
+    so these are warnings.
+    """
     instances = config.num_distributed_optimizer_instances
     if instances < 1:
-        config.error(f"--num-distributed-optimizer-instances is {instances}; it must be at least 1",
-                     flags=("num_distributed_optimizer_instances",), hint="use 1 for one instance")
+        config.warn(f"--num-distributed-optimizer-instances is {instances}; it should be at "
+                    "least 1", flags=("num_distributed_optimizer_instances",))
         return
     if instances == 1:
         return
     if not _before_freeze(config, "use_distributed_optimizer"):
-        config.error(f"--num-distributed-optimizer-instances {instances} needs "
-                     "--use-distributed-optimizer",
-                     flags=("num_distributed_optimizer_instances", "use_distributed_optimizer"),
-                     hint="add --use-distributed-optimizer")
+        config.warn(f"--num-distributed-optimizer-instances {instances} has no effect without "
+                    "--use-distributed-optimizer",
+                    flags=("num_distributed_optimizer_instances", "use_distributed_optimizer"))
     if config.data_parallel_size is None:
         return
     # each instance shards over an equal slice of the combined data x context group
     ranks = config.data_parallel_size * config.context_parallel_size
     if ranks % instances:
-        config.error(f"{ranks} data x context-parallel ranks cannot be split into "
-                     f"--num-distributed-optimizer-instances {instances} equal groups",
-                     flags=("num_distributed_optimizer_instances",),
-                     hint="use a number of instances that divides " + str(ranks))
+        config.warn(f"{ranks} data x context-parallel ranks cannot be split into "
+                    f"--num-distributed-optimizer-instances {instances} equal groups",
+                    flags=("num_distributed_optimizer_instances",))
 
 
 def _gloo_disabled_by_user(config: Draft) -> bool:

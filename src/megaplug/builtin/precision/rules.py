@@ -27,13 +27,14 @@ def is_fp32(value: Any) -> bool:
 
 
 def _distributed_optimizer_before_freeze(config: Draft) -> bool:
-    """--freeze-all-layers turns the distributed optimizer off only after Megatron's
+    """--freeze-all-layers, and an emerging --optimizer (which swaps in its layer-wise
+    distributed optimizer), turn the distributed optimizer off only after Megatron's
     precision checks have seen it on."""
     if config.get("use_distributed_optimizer"):
         return True
     record = config.source("use_distributed_optimizer")
-    return bool(config.get("freeze_all_layers") and record is not None
-                and record.source == "derived" and "freeze_all_layers" in record.inputs)
+    return bool(record is not None and record.source == "derived"
+                and any(name in record.inputs for name in ("freeze_all_layers", "optimizer")))
 
 
 def _sharded_parameters(config: Draft) -> bool:
