@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _training_stub import messages, problems, resolve, warnings  # noqa: E402
@@ -74,14 +76,35 @@ def test_deterministic_mode_rejects_tp_comm_overlap():
 
 
 def test_deterministic_mode_lists_every_violation():
-    text = messages("--deterministic-mode", "--use-flash-attn", "--cross-entropy-loss-fusion",
+    text = messages("--deterministic-mode", "--tp-comm-overlap", "--cross-entropy-loss-fusion",
                     env=DETERMINISTIC_ENV)
-    assert "use_flash_attn=False (got True), cross_entropy_loss_fusion=False (got True)" in text
+    assert "cross_entropy_loss_fusion=False (got True), tp_comm_overlap=False (got True)" in text
 
 
-def test_deterministic_mode_warns_about_nondeterministic_nccl():
-    resolved = resolve("--deterministic-mode", env={"NCCL_ALGO": "NVLS"})
-    assert "NCCL_ALGO=NVLS" in warnings(resolved)
+def test_deterministic_mode_allows_flash_attention():
+    resolved = resolve("--deterministic-mode", "--use-flash-attn", env=DETERMINISTIC_ENV)
+    assert resolved.use_flash_attn is True
+
+
+@pytest.mark.parametrize("env", [{"NCCL_ALGO": "Ring,CollnetDirect"}, {"NCCL_ALGO": "^NVLS"},
+                                 {"CUBLAS_WORKSPACE_CONFIG": ":16:8"},
+                                 {"NVTE_ALLOW_NONDETERMINISTIC_ALGO": "0"},
+                                 {"MAMBA_DETERMINISTIC": "1"}, {}])
+def test_deterministic_mode_accepts_reproducible_environments(env):
+    assert resolve("--deterministic-mode", env=env).deterministic_mode is True
+
+
+@pytest.mark.parametrize("env, text", [
+    ({"NCCL_ALGO": "Tree"}, "NCCL_ALGO='Tree' is not a deterministic"),
+    ({"NCCL_ALGO": "Ring,NVLS"}, "NCCL_ALGO='Ring,NVLS'"),
+    ({"NCCL_ALGO": ""}, "NCCL_ALGO=''"),
+    ({"NVTE_ALLOW_NONDETERMINISTIC_ALGO": "1"}, "NVTE_ALLOW_NONDETERMINISTIC_ALGO='1'"),
+    ({"CUBLAS_WORKSPACE_CONFIG": ":4096:2"}, "CUBLAS_WORKSPACE_CONFIG=':4096:2'"),
+    ({"MAMBA_DETERMINISTIC": "0"}, "MAMBA_DETERMINISTIC='0'"),
+])
+def test_deterministic_mode_rejects_nondeterministic_environments(env, text):
+    assert text in messages("--deterministic-mode", env=env)
+    assert resolve(env=env).deterministic_mode is False
 
 
 # -- optimizers and frozen training ------------------------------------------------------

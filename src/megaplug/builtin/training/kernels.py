@@ -8,14 +8,21 @@ from megaplug import Draft
 
 #: Settings deterministic mode cannot honour, with the value it needs (read via config.get,
 #: since some belong to other plugins).
+#: (Flash attention is deliberately absent: Megatron vouches for TE's as deterministic.)
 DETERMINISM_REQUIREMENTS: tuple[tuple[str, Any], ...] = (
-    ("tp_comm_overlap", False),
-    ("use_flash_attn", False),
     ("cross_entropy_loss_fusion", False),
+    ("tp_comm_overlap", False),
 )
 
-#: NCCL all-reduce algorithms that give reproducible reductions.
-DETERMINISTIC_NCCL_ALGOS = ("Tree", "Ring", "CollnetDirect", "CollnetChain", "^NVLS")
+#: NCCL algorithm tokens Megatron has verified to reduce bit-exactly (``Tree`` is not: its
+#: reduction order varies between runs).
+DETERMINISTIC_NCCL_ALGOS = ("Ring", "CollnetDirect", "CollnetChain", "^NVLS")
+
+#: Environment variables with a fixed set of deterministic values (unset is fine).
+DETERMINISTIC_ENV_VALUES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("NVTE_ALLOW_NONDETERMINISTIC_ALGO", ("0",)),
+    ("CUBLAS_WORKSPACE_CONFIG", (":4096:8", ":16:8")),
+)
 
 
 def derive_bias_gelu_fusion(config: Draft) -> None:
@@ -99,7 +106,29 @@ def check_deterministic_mode(config: Draft) -> None:
                      flags=("deterministic_mode", *flags),
                      hint="turn off " + ", ".join(config.spelling(f) for f in flags)
                           + ", or drop --deterministic-mode")
+    check_deterministic_environment(config)
+
+
+def check_deterministic_environment(config: Draft) -> None:
+    """Deterministic mode refuses launcher settings that make NCCL, cuBLAS, Transformer
+    Engine or Mamba kernels non-reproducible (unset variables get safe values later)."""
     algo = config.env.getenv("NCCL_ALGO")
-    if algo is not None and algo not in DETERMINISTIC_NCCL_ALGOS:
-        config.warn(f"NCCL_ALGO={algo} may not reduce deterministically; use one of "
-                    f"{', '.join(DETERMINISTIC_NCCL_ALGOS)}", flags=("deterministic_mode",))
+    if algo is not None:
+        tokens = [token.strip() for token in algo.split(",") if token.strip()]
+        if not tokens or any(token not in DETERMINISTIC_NCCL_ALGOS for token in tokens):
+            config.error(f"NCCL_ALGO={algo!r} is not a deterministic NCCL algorithm choice",
+                         flags=("deterministic_mode",),
+                         hint=f"set NCCL_ALGO to one of {', '.join(DETERMINISTIC_NCCL_ALGOS)} "
+                              "(or leave it unset), or drop --deterministic-mode")
+    for name, accepted in DETERMINISTIC_ENV_VALUES:
+        value = config.env.getenv(name)
+        if value is not None and value not in accepted:
+            config.error(f"{name}={value!r} is not a deterministic setting",
+                         flags=("deterministic_mode",),
+                         hint=f"set {name} to {' or '.join(accepted)} (or leave it unset), "
+                              "or drop --deterministic-mode")
+    mamba = config.env.getenv("MAMBA_DETERMINISTIC")
+    if mamba and not mamba.startswith("1"):
+        config.error(f"MAMBA_DETERMINISTIC={mamba!r} turns off Mamba's deterministic kernels",
+                     flags=("deterministic_mode",),
+                     hint="unset MAMBA_DETERMINISTIC or set it to 1")
