@@ -181,8 +181,8 @@ def test_iteration_based_training_rejects_sample_settings():
     assert "--lr-decay-samples, --lr-warmup-samples" in text
 
 
-def test_iteration_based_training_rejects_rampup():
-    assert "--rampup-batch-size" in messages("--rampup-batch-size", "4", "4", "100")
+def test_iteration_based_training_accepts_a_batch_size_rampup():
+    assert resolve("--rampup-batch-size", "4", "4", "100").rampup_batch_size == [4, 4, 100]
 
 
 def test_train_iters_and_samples_exclude_each_other():

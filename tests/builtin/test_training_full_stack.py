@@ -47,3 +47,11 @@ def test_deterministic_mode_reads_tp_comm_overlap_from_parallel(kernel):
                  "--sequence-parallel", "--tp-comm-overlap")
     assert any(p.plugin == "training" and "tp_comm_overlap=False (got True)" in p.message
                for p in info.value.problems)
+
+
+def test_skip_train_lifts_the_iteration_and_sample_schedule_checks(kernel):
+    mixed = ("--lr-decay-samples", "100", "--train-samples", "1000")
+    with pytest.raises(megaplug.ConfigError):
+        _resolve(kernel, *mixed)
+    resolved = _resolve(kernel, *mixed, "--skip-train")
+    assert resolved.skip_train is True and resolved.train_samples == 1000

@@ -41,8 +41,12 @@ def check_weight_decay_range(config: Draft) -> None:
 
 
 def check_iteration_based(config: Draft) -> None:
-    """With --train-iters, every length-like setting must be counted in iterations too."""
-    if not config.train_iters:
+    """With --train-iters, every length-like setting must be counted in iterations too.
+
+    (Megatron skips this when --skip-train leaves the schedule unused, and lets a batch-size
+    rampup, which is counted in samples, run under iteration-based training.)
+    """
+    if not config.train_iters or config.get("skip_train", False):
         return
     conflicts = []
     if config.train_samples is not None:
@@ -51,8 +55,6 @@ def check_iteration_based(config: Draft) -> None:
         conflicts.append("--lr-decay-samples")
     if config.lr_warmup_samples:
         conflicts.append("--lr-warmup-samples")
-    if config.rampup_batch_size is not None:
-        conflicts.append("--rampup-batch-size")
     if conflicts:
         config.error(f"--train-iters sets iteration-based training, which cannot be combined "
                      f"with {', '.join(conflicts)}",
@@ -66,8 +68,9 @@ def check_iteration_based(config: Draft) -> None:
 
 
 def check_sample_based(config: Draft) -> None:
-    """With --train-samples, every length-like setting must be counted in samples too."""
-    if not config.train_samples:
+    """With --train-samples, every length-like setting must be counted in samples too
+    (unless --skip-train leaves the schedule unused)."""
+    if not config.train_samples or config.get("skip_train", False):
         return
     conflicts = []
     if config.train_iters is not None:
