@@ -275,29 +275,37 @@ def test_mrope_needs_a_section():
     resolve(with_base("--position-embedding-type", "mrope", "--mrope-section", "2", "3", "3"))
 
 
-@pytest.mark.parametrize("kind", ["learned_absolute", "rope", "mrope", "none"])
-def test_mtp_accepts_position_id_based_embeddings(kind):
+@pytest.mark.parametrize("kind", ["rope", "none"])
+def test_mtp_accepts_rotary_or_no_position_embeddings(kind):
     argv = with_base("--mtp-num-layers", "1", "--position-embedding-type", kind)
-    if kind == "mrope":
-        argv += ["--mrope-section", "2", "3", "3"]
     assert resolve(argv).mtp_num_layers == 1
 
 
-@pytest.mark.parametrize("kind", ["yarn", "relative"])
+@pytest.mark.parametrize("kind", ["learned_absolute", "mrope", "yarn", "relative"])
 def test_mtp_rejects_other_position_embeddings(kind):
-    found = messages(with_base("--mtp-num-layers", "1", "--position-embedding-type", kind))
-    assert found == [f"multi-token prediction is not supported with --position-embedding-type {kind}"]
+    argv = with_base("--mtp-num-layers", "1", "--position-embedding-type", kind)
+    if kind == "mrope":
+        argv += ["--mrope-section", "2", "3", "3"]
+    found = messages(argv)
+    assert f"multi-token prediction does not support --position-embedding-type {kind}" in found
 
 
 def test_mtp_in_a_hybrid_model_needs_rope_or_no_position_embedding():
     argv = without("--num-layers") + ["--hybrid-layer-pattern", "M*", "--mtp-num-layers", "1"]
     assert messages(argv) == [
-        "multi-token prediction in a hybrid model does not support "
-        "--position-embedding-type learned_absolute"]
+        "multi-token prediction does not support --position-embedding-type learned_absolute"]
     resolve(argv + ["--position-embedding-type", "none"])
 
 
-def test_the_hybrid_mtp_check_sees_the_deprecated_rotary_flag_unapplied():
+def test_mtp_in_any_model_needs_rope_or_no_position_embedding():
+    # Megatron's first MTP check (rope or none) runs for every model, before its wider one
+    assert messages(with_base("--mtp-num-layers", "1")) == [
+        "multi-token prediction does not support --position-embedding-type learned_absolute"]
+    assert resolve(with_base("--mtp-num-layers", "1", "--position-embedding-type", "rope")) \
+        .mtp_num_layers == 1
+
+
+def test_the_first_mtp_check_sees_the_deprecated_rotary_flag_unapplied():
     argv = without("--num-layers") + ["--hybrid-layer-pattern", "M*", "--mtp-num-layers", "1",
                                       "--use-rotary-position-embeddings"]
     assert len(messages(argv)) == 1

@@ -8,8 +8,6 @@ from megaplug import Draft
 
 from .types import AttnBackend
 
-#: Position embeddings that carry position ids, which multi-token prediction needs.
-MTP_POSITION_TYPES = ("learned_absolute", "rope", "mrope", "none")
 QK_CLIP_MIN_TE = "2.9.0"
 
 
@@ -87,15 +85,6 @@ def check_mrope_section(config: Draft) -> None:
                      hint="add --mrope-section with one count per axis, e.g. --mrope-section 16 24 24")
 
 
-def check_mtp_position_embedding(config: Draft) -> None:
-    """Multi-token prediction shifts position ids, so embeddings must be position-id based."""
-    kind = config.position_embedding_type
-    if config.mtp_num_layers and kind not in MTP_POSITION_TYPES:
-        config.error(f"multi-token prediction is not supported with --position-embedding-type {kind}",
-                     flags=("mtp_num_layers", "position_embedding_type"),
-                     hint=f"use one of {', '.join(MTP_POSITION_TYPES)}, or drop --mtp-num-layers")
-
-
 def check_local_attention_backend(config: Draft) -> None:
     """The ``local`` attention backend exists only in the local layer spec."""
     if config.attention_backend is not AttnBackend.local:
@@ -123,7 +112,6 @@ CHECKS: tuple[Callable[[Draft], None], ...] = (
     check_no_position_embedding,
     check_relative_needs_transformer_engine,
     check_mrope_section,
-    check_mtp_position_embedding,
     check_local_attention_backend,
     check_wide_residual_without_yaml,
 )

@@ -2,7 +2,7 @@
 
 Each step is a small function of the draft. A few checks live here rather than in
 ``checks.py`` because Megatron makes them before a later step changes a value they read
-(the hybrid MTP check sees ``--position-embedding-type`` before the deprecated
+(the first MTP check sees ``--position-embedding-type`` before the deprecated
 ``--use-rotary-position-embeddings`` rewrites it).
 """
 
@@ -12,20 +12,20 @@ from typing import Any, Callable
 
 from megaplug import Draft
 
-#: Position embeddings MTP supports in a hybrid (``--hybrid-layer-pattern``) model.
-HYBRID_MTP_POSITION_TYPES = ("rope", "none")
+#: Position embeddings MTP accepts. Megatron checks this for every model, first; its later,
+#: wider list (learned_absolute, mrope) can therefore never let more through.
+EARLY_MTP_POSITION_TYPES = ("rope", "none")
 
 
-def check_hybrid_mtp_position_embedding(config: Draft) -> None:
-    """Hybrid models with MTP layers need rotary or no position embeddings."""
-    if config.get("hybrid_layer_pattern") is None or not config.mtp_num_layers:
+def check_early_mtp_position_embedding(config: Draft) -> None:
+    """Models with MTP layers need rotary or no position embeddings."""
+    if not config.mtp_num_layers:
         return
     kind = config.position_embedding_type
-    if kind not in HYBRID_MTP_POSITION_TYPES:
+    if kind not in EARLY_MTP_POSITION_TYPES:
         config.error(
-            f"multi-token prediction in a hybrid model does not support "
-            f"--position-embedding-type {kind}",
-            flags=("position_embedding_type", "mtp_num_layers", "hybrid_layer_pattern"),
+            f"multi-token prediction does not support --position-embedding-type {kind}",
+            flags=("position_embedding_type", "mtp_num_layers"),
             hint="use --position-embedding-type rope or none, or drop the MTP layers")
 
 
@@ -125,7 +125,7 @@ def _set_foreign(config: Draft, dest: str, value: Any, reason: str, inputs: tupl
 
 
 DERIVATIONS: tuple[Callable[[Draft], None], ...] = (
-    check_hybrid_mtp_position_embedding,
+    check_early_mtp_position_embedding,
     derive_layer_counts,
     derive_ffn_hidden_size,
     derive_kv_channels,
