@@ -13,6 +13,7 @@ produce (torch dtypes included), except that every problem is reported at once t
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from typing import Any, Callable, Mapping, Sequence
@@ -98,9 +99,11 @@ def validate_args(
     for key in values:
         provenance.setdefault(key, Provenance("command-line", plugin=kernel.table.owner(key)))
     sink = _earlier or ProblemSink()
-    target = target or TargetEnvironment(environ=env)
-    if target.environ is None:
-        target.environ = env
+    if target is None:
+        target = TargetEnvironment(environ=env)
+    elif target.environ is None:
+        # a copy: the caller's target may be reused with another environment
+        target = dataclasses.replace(target, environ=env, _looked_up={})
     if defaults:
         kernel._apply_caller_defaults(defaults, values, provenance, sink)
     draft = Draft(values, provenance, kernel.table, sink, target)
