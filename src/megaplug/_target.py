@@ -97,19 +97,50 @@ def _installed_version(import_name: str) -> str | None:
     # find_spec first: it is cheap, and a missing package then never pays for
     # importing importlib.metadata (tens of milliseconds) on the start-up path.
     try:
-        found = util.find_spec(import_name) is not None
+        spec = util.find_spec(import_name)
     except (ImportError, ValueError):
-        found = False
-    if not found:
+        spec = None
+    if spec is None:
         return None
+    candidates = _DISTRIBUTIONS.get(import_name, (import_name, import_name.replace("_", "-")))
+    version = _version_beside(spec, candidates)
+    if version is not None:
+        return version
     from importlib import metadata
 
-    for dist in _DISTRIBUTIONS.get(import_name, (import_name, import_name.replace("_", "-"))):
+    for dist in candidates:
         try:
             return metadata.version(dist)
         except metadata.PackageNotFoundError:
             continue
     return "0"
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _version_beside(spec: object, distributions: tuple[str, ...]) -> str | None:
+    """The version in a ``NAME-VERSION.dist-info`` directory next to the package, if any.
+
+    That is where pip puts it; reading the directory name avoids importlib.metadata.
+    """
+    origin = getattr(spec, "origin", None)
+    if not origin or origin in ("built-in", "frozen"):
+        return None
+    package_dir = os.path.dirname(origin)
+    site = os.path.dirname(package_dir) if origin.endswith("__init__.py") else package_dir
+    wanted = {_normalized(name) for name in distributions}
+    try:
+        entries = os.listdir(site)
+    except OSError:
+        return None
+    for entry in entries:
+        if entry.endswith(".dist-info"):
+            name, _, version = entry[: -len(".dist-info")].partition("-")
+            if version and _normalized(name) in wanted:
+                return version
+    return None
 
 
 def _local_device_capability() -> tuple[int, int] | None:

@@ -165,3 +165,15 @@ def test_cached_entry_point_loads_module_attribute():
     from megaplug._discovery import EntryPointInfo
 
     assert EntryPointInfo("x", "toy_plugins:Core", None, None).load().__name__ == "Core"
+
+
+def test_installed_version_is_read_without_importlib_metadata(tmp_path, monkeypatch):
+    from megaplug._target import _installed_version
+
+    package = tmp_path / "fancy_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (tmp_path / "Fancy_Pkg-3.4.5.dist-info").mkdir()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert _installed_version("fancy_pkg") == "3.4.5"
+    assert _installed_version("surely_not_installed_pkg_xyz") is None
