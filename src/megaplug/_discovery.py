@@ -17,7 +17,6 @@ import os
 import sys
 import zlib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 GROUP = "megaplug"
@@ -58,7 +57,7 @@ def _fingerprint() -> str:
     return f"{zlib.crc32(chr(10).join(parts).encode()):08x}"
 
 
-def _cache_path() -> Path | None:
+def _cache_path() -> str | None:
     """One cache file per Python environment (several virtualenvs share ``~/.cache``)."""
     if os.environ.get("MEGAPLUG_NO_CACHE", "").strip() not in ("", "0"):
         return None
@@ -66,7 +65,7 @@ def _cache_path() -> Path | None:
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
         "megaplug")
     environment = zlib.crc32(sys.prefix.encode())
-    return Path(base) / f"entry-points-{environment:08x}.json"
+    return os.path.join(base, f"entry-points-{environment:08x}.json")
 
 
 def scan() -> list[EntryPointInfo]:
@@ -95,7 +94,8 @@ def entry_points() -> list[EntryPointInfo]:
     fingerprint = _fingerprint()
     if path is not None:
         try:
-            cached = json.loads(path.read_text())
+            with open(path, encoding="utf-8") as handle:
+                cached = json.load(handle)
             if cached["fingerprint"] == fingerprint:
                 _MEMO = [EntryPointInfo(**row) for row in cached["entry_points"]]
                 return _MEMO
@@ -104,10 +104,11 @@ def entry_points() -> list[EntryPointInfo]:
     _MEMO = scan()
     if path is not None:
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = path.with_suffix(f".{os.getpid()}.tmp")
-            temporary.write_text(json.dumps({"fingerprint": fingerprint,
-                                             "entry_points": [ep.__dict__ for ep in _MEMO]}))
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            temporary = f"{path}.{os.getpid()}.tmp"
+            with open(temporary, "w", encoding="utf-8") as handle:
+                json.dump({"fingerprint": fingerprint,
+                           "entry_points": [ep.__dict__ for ep in _MEMO]}, handle)
             os.replace(temporary, path)
         except OSError:
             pass  # a read-only home only costs speed

@@ -9,7 +9,6 @@ JSON is already given) and reports every flag that differs.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from megaplug import Draft
@@ -27,7 +26,8 @@ def load_heterogeneous_config(config: Draft) -> None:
     if config[ENCODED] is not None or path is None:
         return
     try:
-        text = Path(path).read_text()
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
     except OSError as exc:
         config.error(f"--heterogeneous-layers-config-path {path}: cannot read the file "
                      f"({exc.strerror or exc})", flags=(PATH,),
