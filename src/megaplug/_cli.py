@@ -150,6 +150,31 @@ def _kernel(options: argparse.Namespace, extra: Sequence[str] = (), tolerant: bo
 # -- list / flags ----------------------------------------------------------------------
 
 def _cmd_list(options: argparse.Namespace, _: list[str]) -> int:
+    from ._discovery import cached
+
+    listing = cached("list", _list_fingerprint(options), lambda: _list_rows(options))
+    rows, problems = listing["rows"], listing["problems"]
+    if options.json:
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    width = max(len(r["name"]) for r in rows) if rows else 4
+    for row in rows:
+        origin = row["distribution"] or row["source"]
+        line = (f"{row['name']:<{width}}  {row['status']:<11}  {row['version'] or '-':<8}  "
+                f"{origin:<24}  flags={row['flags']:<4} hooks={','.join(row['hooks']) or '-'}")
+        if row["after"]:
+            line += f"  after={','.join(row['after'])}"
+        if row["before"]:
+            line += f"  before={','.join(row['before'])}"
+        print(line)
+        if row["reason"]:
+            print(f"{'':<{width}}  -> {row['reason']}")
+    for problem in problems:
+        print(f"problem: {problem}")
+    return EXIT_OK
+
+
+def _list_rows(options: argparse.Namespace) -> dict[str, Any]:
     try:
         kernel, _rest = _kernel(options)
     except PluginError:
@@ -170,24 +195,29 @@ def _cmd_list(options: argparse.Namespace, _: list[str]) -> int:
         row["flags"] = counts.get(record.name, 0)
         row["declared_flags"] = counts.get(record.name, 0) or inactive_counts.get(record.name, 0)
         rows.append(row)
-    if options.json:
-        print(json.dumps(rows, indent=2))
-        return EXIT_OK
-    width = max(len(r["name"]) for r in rows) if rows else 4
-    for row in rows:
-        origin = row["distribution"] or row["source"]
-        line = (f"{row['name']:<{width}}  {row['status']:<11}  {row['version'] or '-':<8}  "
-                f"{origin:<24}  flags={row['flags']:<4} hooks={','.join(row['hooks']) or '-'}")
-        if row["after"]:
-            line += f"  after={','.join(row['after'])}"
-        if row["before"]:
-            line += f"  before={','.join(row['before'])}"
-        print(line)
-        if row["reason"]:
-            print(f"{'':<{width}}  -> {row['reason']}")
-    for problem in kernel.setup_problems:
-        print(f"problem: {problem}")
-    return EXIT_OK
+    return {"rows": rows, "problems": [str(p) for p in kernel.setup_problems]}
+
+
+def _list_fingerprint(options: argparse.Namespace) -> str | None:
+    """What ``megaplug list`` depends on: the selection, the installed distributions and
+    every selected plugin's source files. ``None`` (no caching) when one cannot be found."""
+    from ._discovery import code_fingerprint, entry_points
+    from ._plugins import BUILTIN_PLUGINS, PluginSelection
+
+    selection = PluginSelection.from_environment()
+    controls: list[str] = []
+    for name in options.plugin_controls:
+        controls += ["-p", name]
+    if options.no_autoload:
+        controls.append("--no-autoload")
+    selection.take_from_argv(controls)
+    modules = [m for m in BUILTIN_PLUGINS if m.rsplit(".", 1)[-1] not in selection.block]
+    if selection.autoload:
+        modules += [ep.value.partition(":")[0].strip() for ep in entry_points()
+                    if ep.name not in selection.block]
+    modules += [m for m in selection.load if m not in selection.block]
+    key = [repr(sorted(selection.load)), repr(sorted(selection.block)), str(selection.autoload)]
+    return code_fingerprint(modules, key)
 
 
 def flag_rows(kernel: Any, plugin: str | None = None) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ import os
 import sys
 import zlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 GROUP = "megaplug"
 _CACHE_VERSION = 1
@@ -40,11 +40,12 @@ class EntryPointInfo:
         return target
 
 
-def _fingerprint() -> str:
+def _fingerprint(everything: bool = False) -> str:
     """Stable while the installed distributions are: the directories on ``sys.path`` that
     hold them, with their modification times. The script directory and the working
-    directory are left out: they change all the time and hold no installed metadata."""
-    skip = {"", os.getcwd(), sys.path[0] if sys.path else ""}
+    directory are left out unless ``everything``: they change all the time and hold no
+    installed metadata (but may hold an importable module)."""
+    skip = set() if everything else {"", os.getcwd(), sys.path[0] if sys.path else ""}
     parts = [sys.version, str(_CACHE_VERSION)]
     for entry in sys.path:
         if entry in skip:
@@ -119,3 +120,67 @@ def forget() -> None:
     """Drop the in-process memo (tests that install or fake distributions)."""
     global _MEMO
     _MEMO = None
+
+
+# -- a cache for facts derived from the plugins' code (``megaplug list``) -----------------
+
+
+def _source_parts(module_name: str) -> list[str] | None:
+    """Modification times of a plugin module's source files, found without importing it."""
+    from importlib import util
+
+    try:
+        spec = util.find_spec(module_name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or not os.path.isfile(spec.origin):
+        return None
+    if not spec.submodule_search_locations:
+        return [f"{spec.origin}:{os.stat(spec.origin).st_mtime_ns}"]
+    parts = []
+    for root in spec.submodule_search_locations:
+        for directory, subdirectories, files in os.walk(root):
+            subdirectories[:] = sorted(d for d in subdirectories
+                                       if d not in ("__pycache__", "tests"))
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    path = os.path.join(directory, name)
+                    parts.append(f"{path}:{os.stat(path).st_mtime_ns}")
+    return parts
+
+
+def code_fingerprint(module_names: list[str], extra: list[str]) -> str | None:
+    """Stable while the installed distributions and these modules' sources are, or ``None``
+    when a module cannot be located (then nothing is cached)."""
+    parts = [_fingerprint(everything=True), *extra]
+    for name in module_names:
+        found = _source_parts(name)
+        if found is None:
+            return None
+        parts += found
+    return f"{zlib.crc32(chr(10).join(parts).encode()):08x}"
+
+
+def cached(kind: str, fingerprint: str | None, compute: Callable[[], Any]) -> Any:
+    """``compute()``'s JSON-able result, reused across processes while ``fingerprint`` holds."""
+    path = _cache_path()
+    if path is None or fingerprint is None:
+        return compute()
+    path = path.replace("entry-points-", f"{kind}-")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            stored = json.load(handle)
+        if stored["fingerprint"] == fingerprint:
+            return stored["value"]
+    except (OSError, ValueError, TypeError, KeyError):
+        pass
+    value = compute()
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        temporary = f"{path}.{os.getpid()}.tmp"
+        with open(temporary, "w", encoding="utf-8") as handle:
+            json.dump({"fingerprint": fingerprint, "value": value}, handle)
+        os.replace(temporary, path)
+    except OSError:
+        pass
+    return value

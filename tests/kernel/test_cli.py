@@ -17,8 +17,9 @@ BUILTINS = "model,parallel,precision,training,checkpointing,data,logging,resilie
 
 
 @pytest.fixture
-def toy_env(monkeypatch):
-    """Only the toy core plugin: built-ins blocked, entry points off."""
+def toy_env(monkeypatch, tmp_path):
+    """Only the toy core plugin: built-ins blocked, entry points off, a private cache."""
+    monkeypatch.setenv("MEGAPLUG_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("MEGAPLUG_DISABLE", BUILTINS)
     monkeypatch.setenv("MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD", "1")
     monkeypatch.setenv("MEGAPLUG_PLUGINS", "toy_module_plugin")
@@ -146,3 +147,32 @@ def test_docs_find_the_checks_that_read_a_setting():
     found = _functions_by_setting(toy_plugins, {"hidden_size", "experts", "num_layers"})
     assert ("derive", "") in found["hidden_size"]
     assert ("validate", "") in found["experts"]
+
+
+def test_list_is_cached_until_a_plugin_source_changes(toy_env, capsys, tmp_path, monkeypatch):
+    directory = tmp_path / "plugins"
+    directory.mkdir()
+    plugin = directory / "listed_plugin.py"
+    plugin.write_text("from toy_plugins import Core\n_core = Core()\n"
+                      "megaplug_plugin = Core.megaplug_plugin\nadd_args = _core.add_args\n")
+    monkeypatch.syspath_prepend(str(directory))
+    monkeypatch.setenv("MEGAPLUG_PLUGINS", "listed_plugin")
+    calls = []
+    import megaplug._cli as cli
+
+    real = cli._list_rows
+    monkeypatch.setattr(cli, "_list_rows", lambda options: calls.append(1) or real(options))
+    first = run(capsys, "list", "--json")[1]
+    run(capsys, "list", "--json")  # a first import may add __pycache__ beside the plugin
+    computed = len(calls)
+    assert run(capsys, "list", "--json")[1] == first and len(calls) == computed
+    rows = {row["name"]: row for row in json.loads(first)}
+    assert rows["core"]["hooks"] == ["add_args"]
+    plugin.write_text(plugin.read_text() + "raise ImportError('now broken')\n")
+    os.utime(plugin, ns=(1, 1))  # a different mtime, whatever the clock's resolution
+    from megaplug import _api
+
+    _api._KERNELS.clear()
+    sys.modules.pop("listed_plugin", None)
+    rows = {row["name"]: row for row in json.loads(run(capsys, "list", "--json")[1])}
+    assert len(calls) == computed + 1 and rows["listed_plugin"]["status"] == "broken"
