@@ -233,13 +233,30 @@ def _is_optional(annotation: Any) -> tuple[bool, Any]:
     return False, annotation
 
 
+_INFERRED: dict[Any, dict[str, Any]] = {}
+
+
 def _infer_from_annotation(annotation: Any) -> dict[str, Any]:
-    """What the field's type says about type, nargs and choices."""
+    """What the field's type says about type, nargs and choices (cached: a few hundred
+    fields share a handful of annotations such as ``Optional[int]``)."""
+    try:
+        return _INFERRED[annotation]
+    except (KeyError, TypeError):
+        pass
+    inferred = _infer(annotation)
+    try:
+        _INFERRED[annotation] = inferred
+    except TypeError:  # an unhashable annotation is simply not cached
+        pass
+    return inferred
+
+
+def _infer(annotation: Any) -> dict[str, Any]:
     _, base = _is_optional(annotation)
     origin = get_origin(base)
     if origin in (list, tuple, typing.List, typing.Tuple):
         args = [a for a in get_args(base) if a is not Ellipsis]
-        inner = _infer_from_annotation(args[0]) if args else {}
+        inner = _infer(args[0]) if args else {}
         return {**inner, "nargs": "+"}
     if origin is typing.Literal:
         choices = get_args(base)
