@@ -231,6 +231,10 @@ def test_min_lr_above_lr():
     assert "--min-lr 0.001 is above --lr 0.0001" in messages("--min-lr", "1e-3")
 
 
+def test_nan_lr_fails_the_floor_check():
+    assert "--min-lr 0.0 cannot be compared with --lr nan" in messages("--lr", "nan")
+
+
 def test_constant_weight_decay_fills_start_and_end():
     resolved = resolve("--weight-decay", "0.1")
     assert (resolved.start_weight_decay, resolved.end_weight_decay) == (0.1, 0.1)

@@ -92,10 +92,14 @@ def check_sample_based(config: Draft) -> None:
 
 
 def check_learning_rate_floor(config: Draft) -> None:
-    """The learning-rate floor cannot exceed the peak learning rate."""
+    """The learning-rate floor cannot exceed the peak learning rate.
+
+    Written as "not at most" so that a NaN learning rate fails too, as in Megatron.
+    """
     lr, min_lr = config.lr, config.min_lr
-    if lr is not None and min_lr is not None and min_lr > lr:
-        config.error(f"--min-lr {min_lr} is above --lr {lr}", flags=("min_lr", "lr"),
+    if lr is not None and min_lr is not None and not min_lr <= lr:
+        relation = "is above" if min_lr > lr else "cannot be compared with"
+        config.error(f"--min-lr {min_lr} {relation} --lr {lr}", flags=("min_lr", "lr"),
                      hint=f"use a --min-lr of at most {lr}")
 
 
