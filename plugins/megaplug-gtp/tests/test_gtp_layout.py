@@ -26,7 +26,7 @@ def test_weight_shards_default_keeps_a_restored_remat_size():
     assert resolve_tensor_parallel_weight_shards(2, None, 3) == (6, 3)
 
 
-@pytest.mark.parametrize("tp, shards", [(4, 2), (4, 6), (2, 0), (2, -2)])
+@pytest.mark.parametrize("tp, shards", [(4, 2), (4, 6), (2, 0), (2, -2), (0, 2)])
 def test_weight_shards_must_be_positive_multiples(tp, shards):
     with pytest.raises(LayoutError) as info:
         resolve_tensor_parallel_weight_shards(tp, shards)

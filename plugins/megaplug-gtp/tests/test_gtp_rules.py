@@ -35,6 +35,14 @@ def test_expert_remat_size(resolve):
     assert r.expert_gtp_weight_remat_size == 4 and r.gtp_weight_remat_size == 1
 
 
+def test_explicit_zero_expert_tensor_parallel_size_is_kept(resolve, problems):
+    # Megatron falls back to the dense size only for an unset size; 0 gives 0 shards
+    r = resolve("--tensor-model-parallel-size", "2", "--expert-tensor-parallel-size", "0")
+    assert r.expert_tensor_parallel_num_weight_shards == 0
+    assert problems("--expert-tensor-parallel-size", "0",
+                    "--expert-tensor-parallel-num-weight-shards", "2")
+
+
 def test_shards_not_a_multiple_of_tensor_parallel_size(problems):
     messages = problems("--tensor-model-parallel-size", "4",
                         "--tensor-parallel-num-weight-shards", "6")

@@ -39,6 +39,9 @@ def resolve_tensor_parallel_weight_shards(
         raise LayoutError(f"must be at least 1, got {num_weight_shards}",
                           f"use a multiple of the tensor-parallel size "
                           f"{tensor_parallel_size}: {_multiples(tensor_parallel_size)}")
+    if tensor_parallel_size < 1:
+        raise LayoutError(f"cannot split over a tensor-parallel size of {tensor_parallel_size}",
+                          "use a tensor-parallel size of at least 1")
     if num_weight_shards % tensor_parallel_size:
         raise LayoutError(
             f"{num_weight_shards} is not a multiple of the tensor-parallel size "

@@ -29,8 +29,10 @@ def _tensor_parallel_size(config: Draft) -> int:
 
 
 def _expert_tensor_parallel_size(config: Draft) -> int:
-    # the moe plugin defaults it to the dense size later; the value is the same
-    return config.get("expert_tensor_parallel_size") or _tensor_parallel_size(config)
+    # the moe plugin defaults it to the dense size later; the value is the same. Only an
+    # unset size falls back: Megatron keeps an explicit 0 and derives 0 shards from it.
+    etp = config.get("expert_tensor_parallel_size")
+    return _tensor_parallel_size(config) if etp is None else etp
 
 
 # -- normalize ---------------------------------------------------------------------------
