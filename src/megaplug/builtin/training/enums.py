@@ -43,19 +43,18 @@ EXIT_SIGNAL_CHOICES: tuple[int, ...] = (*range(1, 32), 34, 64)
 
 
 def parse_exit_signal(text: str) -> int:
-    """Parse a signal by name (``SIGTERM``, ``TERM``) or number (``15``) into its number."""
+    """Parse a signal name (``SIGTERM``) into its number.
+
+    Megatron looks the text up as a ``signal.Signals`` member name, so numbers and short
+    or lower-case spellings are refused, as there.
+    """
     stripped = text.strip()
-    if stripped.lstrip("-").isdigit():
-        return int(stripped)
     name = stripped.split(".", 1)[1] if stripped.startswith("Signals.") else stripped
-    name = name.upper()
-    if not name.startswith("SIG"):
-        name = "SIG" + name
-    member = getattr(signal.Signals, name, None) if hasattr(signal, "Signals") else None
+    member = getattr(signal.Signals, name, None) if name.startswith("SIG") else None
     if member is None:
         member = _LINUX_SIGNALS.get(name)
     if member is None:
-        raise ValueError("give a signal name such as SIGTERM or SIGUSR1, or its number")
+        raise ValueError("give a signal name such as SIGTERM or SIGUSR1")
     return int(member)
 
 
