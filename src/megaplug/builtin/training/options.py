@@ -54,7 +54,7 @@ class IterationOptions:
         help="Save a checkpoint and stop when the exit signal arrives.")] = False
     exit_signal: Annotated[int, Flag(
         type=parse_exit_signal, choices=EXIT_SIGNAL_CHOICES,
-        help="Signal that asks training to save and stop (name such as SIGTERM, or number).")] = 15
+        help="Signal that asks training to save and stop, by name such as SIGTERM or SIGUSR1.")] = 15
     exit_signal_handler_for_dataloader: Annotated[bool, Flag(
         help="Also install the exit-signal handler in data-loader worker processes.")] = False
     exit_signal_handler_for_training: Annotated[bool, Flag(
