@@ -103,7 +103,32 @@ def test_retired_module_conflicts_with_explicit_inference_scope():
 def test_retired_module_needs_local_impl():
     text = messages("--cuda-graph-impl", "transformer_engine", "--cuda-graph-modules",
                     "full_iteration")
-    assert "only applies to --cuda-graph-impl local (got transformer_engine)" in text
+    assert "cannot be combined with --cuda-graph-impl transformer_engine" in text
+
+
+def test_full_iteration_migrates_even_without_an_impl():
+    # Megatron skips the migration under impl none only for full_iteration_inference
+    resolved = resolve("--no-check-for-nan-in-loss-and-grad", "--cuda-graph-modules",
+                       "full_iteration")
+    assert resolved.cuda_graph_impl == "full_iteration"
+    text = messages("--no-check-for-nan-in-loss-and-grad", "--cuda-graph-modules",
+                    "moe_router", "full_iteration")
+    assert "cannot be used with --cuda-graph-impl full_iteration" in text
+
+
+def test_retired_module_accepts_its_own_inference_scope():
+    resolved = resolve("--cuda-graph-impl", "local", "--cuda-graph-modules",
+                       "full_iteration_inference", "--inference-cuda-graph-scope", "block")
+    assert resolved.inference_cuda_graph_scope == "block"
+    text = messages("--cuda-graph-impl", "local", "--cuda-graph-modules", "full_iteration",
+                    "--inference-cuda-graph-scope", "layer")
+    assert "full_iteration cannot be combined with --inference-cuda-graph-scope layer" in text
+
+
+def test_two_retired_modules_at_once():
+    text = messages("--cuda-graph-impl", "local", "--cuda-graph-modules", "full_iteration",
+                    "full_iteration_inference")
+    assert "several retired spellings" in text
 
 
 def test_full_iteration_impl_takes_no_modules():

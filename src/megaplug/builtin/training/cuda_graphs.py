@@ -86,28 +86,46 @@ def _split_modules(raw: list[Any]) -> tuple[list[CudaGraphModule], list[str], bo
     return modules, retired, used_full
 
 
+#: Per retired spelling: the implementations it may be combined with, and the inference
+#: scopes (by name; None for unset) an explicit --inference-cuda-graph-scope may have.
+_MIGRATION_INPUTS: dict[str, tuple[tuple[str, ...], tuple[Optional[str], ...]]] = {
+    "full_iteration": (("none", "local", "full_iteration"), (None, "none")),
+    "full_iteration_inference": (("none", "local"), (None, "block")),
+}
+
+
 def _check_migration_inputs(config: Draft, retired: list[str], impl: str) -> bool:
+    if not retired:
+        return True
+    if len(set(retired)) > 1:
+        config.error(f"--cuda-graph-modules cannot hold several retired spellings at once "
+                     f"({', '.join(sorted(set(retired)))})",
+                     flags=("cuda_graph_modules",), hint="keep one of them")
+        return False
+    spelling = retired[0]
+    impls, scopes = _MIGRATION_INPUTS[spelling]
     ok = True
-    if retired and impl not in ("none", "local", "full_iteration"):
-        config.error(f"--cuda-graph-modules {retired[0]} is a retired spelling that only "
-                     f"applies to --cuda-graph-impl local (got {impl})",
+    if impl not in impls:
+        config.error(f"--cuda-graph-modules {spelling} is a retired spelling that cannot be "
+                     f"combined with --cuda-graph-impl {impl}",
                      flags=("cuda_graph_modules", "cuda_graph_impl"),
-                     hint="drop it from --cuda-graph-modules")
+                     hint=f"drop it from --cuda-graph-modules, or use --cuda-graph-impl "
+                          f"{' or '.join(impls)}")
         ok = False
     explicit_scope = config.get("inference_cuda_graph_scope")
-    if "full_iteration_inference" in retired and explicit_scope is not None:
-        config.error("--cuda-graph-modules full_iteration_inference cannot be combined with "
-                     f"--inference-cuda-graph-scope {_scope_name(explicit_scope)}",
+    scope = None if explicit_scope is None else _scope_name(explicit_scope).rsplit(".", 1)[-1]
+    if scope not in scopes:
+        config.error(f"--cuda-graph-modules {spelling} cannot be combined with "
+                     f"--inference-cuda-graph-scope {scope}",
                      flags=("cuda_graph_modules", "inference_cuda_graph_scope"),
-                     hint="drop full_iteration_inference; --inference-cuda-graph-scope "
-                          "replaces it")
+                     hint=f"drop {spelling}, or use --inference-cuda-graph-scope {scopes[1]}")
         ok = False
     return ok
 
 
 def _migrate(config: Draft, spelling: str, impl: str) -> None:
     setting, value = _MIGRATIONS[spelling]
-    if impl == "none":
+    if spelling == "full_iteration_inference" and impl == "none":
         config.warn(f"--cuda-graph-modules {spelling} is deprecated and has no effect with "
                     "--cuda-graph-impl none; use --cuda-graph-impl local with "
                     "--inference-cuda-graph-scope block for inference CUDA graphs",
