@@ -73,7 +73,7 @@ def test_exit_signal_by_member_name_only():
     assert resolve().exit_signal == 15
     assert resolve("--exit-signal", "SIGUSR1").exit_signal == 10
     # Megatron looks the text up as a signal.Signals member name: numbers are refused
-    for text in ("SIGNOPE", "2", "30", "sigterm", "TERM"):
+    for text in ("SIGNOPE", "2", "30", "sigterm", "TERM", "Signals.SIGTERM"):
         assert any("--exit-signal" in p.message for p in problems("--exit-signal", text))
 
 

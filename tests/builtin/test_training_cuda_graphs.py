@@ -150,3 +150,8 @@ def test_expandable_segments_need_nccl_graph_register_off():
     resolved = resolve("--cuda-graph-impl", "transformer_engine",
                        env={**env, "NCCL_GRAPH_REGISTER": "0"})
     assert resolved.cuda_graph_impl == "transformer_engine"
+
+
+def test_full_module_stands_alone():
+    text = messages("--cuda-graph-impl", "local", "--cuda-graph-modules", "full", "attn")
+    assert "--cuda-graph-modules full cannot be combined with other modules" in text

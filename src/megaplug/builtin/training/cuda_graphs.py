@@ -56,7 +56,13 @@ def normalize_retired_scope_flag(config: Draft) -> None:
 
 def normalize_module_list(config: Draft) -> None:
     """Turn the module list into CudaGraphModule members, migrating retired spellings."""
-    modules, retired, used_full = _split_modules(config.cuda_graph_modules or [])
+    raw = config.cuda_graph_modules or []
+    modules, retired, used_full = _split_modules(raw)
+    if used_full and len(raw) > 1:
+        config.error("--cuda-graph-modules full cannot be combined with other modules",
+                     flags=("cuda_graph_modules",),
+                     hint="use full alone, or better an empty list, to capture the whole layer")
+        return
     if used_full:
         config.warn("--cuda-graph-modules full is deprecated; an empty module list captures the "
                     "whole layer", flags=("cuda_graph_modules",))

@@ -48,8 +48,7 @@ def parse_exit_signal(text: str) -> int:
     Megatron looks the text up as a ``signal.Signals`` member name, so numbers and short
     or lower-case spellings are refused, as there.
     """
-    stripped = text.strip()
-    name = stripped.split(".", 1)[1] if stripped.startswith("Signals.") else stripped
+    name = text.strip()
     member = getattr(signal.Signals, name, None) if name.startswith("SIG") else None
     if member is None:
         member = _LINUX_SIGNALS.get(name)
