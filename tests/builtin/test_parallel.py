@@ -81,6 +81,13 @@ def test_parallel_sizes_must_be_positive(flag):
     assert f"{flag} is 0; it must be at least 1" in messages([flag, "0"])
 
 
+def test_negative_sizes_follow_megatrons_arithmetic():
+    # Megatron's validation accepts a negative size: 8 % -2 == 0 and 8 // -2 == -4.
+    resolved = resolve(["--tensor-model-parallel-size", "-2"])
+    assert resolved.data_parallel_size == -4
+    assert any("--tensor-model-parallel-size is -2" in w for w in warnings_of(resolved))
+
+
 # -- GTP weight shards and sequence shards (as the gtp plugin leaves them) ------------------
 
 

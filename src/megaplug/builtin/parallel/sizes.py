@@ -26,8 +26,12 @@ def _shown(values: list[int]) -> str:
 
 
 def sizes_are_usable(config: Draft) -> bool:
-    """Whether world size and every model-parallel size are positive (arithmetic is safe)."""
-    return config.world_size >= 1 and all(config[name] >= 1 for name in SIZE_FLAGS)
+    """Whether the size arithmetic can run: a positive world and no zero size.
+
+    Negative sizes are usable: Megatron's validation does plain integer arithmetic on
+    them (``8 % -1 == 0``, ``8 // -1 == -8``), and megaplug resolves them the same way.
+    """
+    return config.world_size >= 1 and all(config[name] != 0 for name in SIZE_FLAGS)
 
 
 def user_context_parallel_size(config: Draft) -> int:
@@ -81,12 +85,19 @@ def check_process_identity(config: Draft) -> None:
 
 
 def check_positive_sizes(config: Draft) -> None:
-    """Every model-parallel size is at least 1."""
+    """A model-parallel size of 0 cannot work; a negative one is resolved but suspicious.
+
+    Megatron fails on a zero size (its arithmetic divides by it) but accepts a negative
+    one, so megaplug rejects the first and only warns about the second.
+    """
     for name in SIZE_FLAGS:
         value = config[name]
-        if value < 1:
-            config.error(f"{config.spelling(name)} is {value}; it must be at least 1",
+        if value == 0:
+            config.error(f"{config.spelling(name)} is 0; it must be at least 1",
                          flags=(name,), hint="use 1 to turn this kind of parallelism off")
+        elif value < 0:
+            config.warn(f"{config.spelling(name)} is {value}; parallel sizes are normally "
+                        "at least 1", flags=(name,))
 
 
 def check_world_size_divisible(config: Draft) -> None:
