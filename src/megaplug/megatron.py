@@ -18,7 +18,7 @@ import os
 import sys
 from typing import Any, Callable, Mapping, Sequence
 
-from ._api import load
+from ._api import collection_paused, load
 from ._config import Draft, Provenance
 from ._errors import ConfigError, Problem, ProblemSink
 from ._kernel import Kernel
@@ -37,7 +37,9 @@ def _kernel_for(argv: Sequence[str], environ: Mapping[str, str] | None,
         return load(argv, environ=environ)
     selection = PluginSelection.from_environment(environ)
     rest = selection.take_from_argv(argv)
-    return Kernel(PluginSet(selection), extra_args_provider=extra_args_provider), rest
+    with collection_paused():
+        kernel = Kernel(PluginSet(selection), extra_args_provider=extra_args_provider)
+    return kernel, rest
 
 
 def parse_args(
