@@ -128,14 +128,20 @@ def _print_problems(error: ConfigError) -> None:
         print(f"  - {problem}", file=sys.stderr)
 
 
-def _kernel(options: argparse.Namespace, extra: Sequence[str] = (), tolerant: bool = False):
-    from ._api import load
-
+def _plugin_controls(options: argparse.Namespace) -> list[str]:
+    """The command's ``-p`` / ``--no-autoload`` options, as argv tokens for the kernel."""
     controls: list[str] = []
     for name in getattr(options, "plugin_controls", []):
         controls += ["-p", name]
     if getattr(options, "no_autoload", False):
         controls.append("--no-autoload")
+    return controls
+
+
+def _kernel(options: argparse.Namespace, extra: Sequence[str] = (), tolerant: bool = False):
+    from ._api import load
+
+    controls = _plugin_controls(options)
     if tolerant:
         # an impossible plugin ordering marks those plugins broken, so the rest can be listed
         from ._kernel import Kernel
@@ -205,11 +211,7 @@ def _list_fingerprint(options: argparse.Namespace) -> str | None:
     from ._plugins import BUILTIN_PLUGINS, PluginSelection
 
     selection = PluginSelection.from_environment()
-    controls: list[str] = []
-    for name in options.plugin_controls:
-        controls += ["-p", name]
-    if options.no_autoload:
-        controls.append("--no-autoload")
+    controls = _plugin_controls(options)
     selection.take_from_argv(controls)
     modules = [m for m in BUILTIN_PLUGINS if m.rsplit(".", 1)[-1] not in selection.block]
     if selection.autoload:

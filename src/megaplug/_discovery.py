@@ -91,28 +91,8 @@ def entry_points() -> list[EntryPointInfo]:
     global _MEMO
     if _MEMO is not None:
         return _MEMO
-    path = _cache_path()
-    fingerprint = _fingerprint()
-    if path is not None:
-        try:
-            with open(path, encoding="utf-8") as handle:
-                cached = json.load(handle)
-            if cached["fingerprint"] == fingerprint:
-                _MEMO = [EntryPointInfo(**row) for row in cached["entry_points"]]
-                return _MEMO
-        except (OSError, ValueError, TypeError, KeyError):
-            pass
-    _MEMO = scan()
-    if path is not None:
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            temporary = f"{path}.{os.getpid()}.tmp"
-            with open(temporary, "w", encoding="utf-8") as handle:
-                json.dump({"fingerprint": fingerprint,
-                           "entry_points": [ep.__dict__ for ep in _MEMO]}, handle)
-            os.replace(temporary, path)
-        except OSError:
-            pass  # a read-only home only costs speed
+    rows = cached("entry-points", _fingerprint(), lambda: [ep.__dict__ for ep in scan()])
+    _MEMO = [EntryPointInfo(**row) for row in rows]
     return _MEMO
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import re
 import time
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -15,10 +14,9 @@ from ._plugins import ACTIVE, PluginRecord, PluginSet
 from ._registry import FlagDeclarations, FlagTable
 from ._sources import ConfigFileError, load_config_file
 from ._target import TargetEnvironment
-from ._tokens import Occurrence, split
+from ._tokens import NEGATIVE_NUMBER, Occurrence, split
 
 PHASES = ("normalize", "derive", "validate")
-_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 
 
 class _HelpParser(argparse.ArgumentParser):
@@ -339,7 +337,7 @@ class Kernel:
     def _report_unknown(self, unknown: Sequence[str], sink: ProblemSink) -> None:
         skip_values = False
         for token in unknown:
-            if not token.startswith("-") or _NEGATIVE_NUMBER.match(token) or token == "--":
+            if not token.startswith("-") or NEGATIVE_NUMBER.match(token) or token == "--":
                 if not skip_values and token != "--":
                     sink.problems.append(Problem(f"unexpected argument {token!r}",
                                                  hint="values must follow the flag they belong to"))

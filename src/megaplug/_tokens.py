@@ -17,7 +17,7 @@ from typing import Mapping, Sequence
 from ._options import FlagSpec
 
 #: argparse's own test for a token that is a negative number rather than an option.
-_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 
 HELP_TOKENS = ("-h", "--help")
 
@@ -48,7 +48,7 @@ def _is_option(token: str, options: Mapping[str, FlagSpec]) -> bool:
         return False
     if "=" in token and token.split("=", 1)[0] in options:
         return True
-    if _NEGATIVE_NUMBER.match(token):
+    if NEGATIVE_NUMBER.match(token):
         return False
     return " " not in token
 
