@@ -40,55 +40,39 @@ def check_weight_decay_range(config: Draft) -> None:
                      hint="give both the start and the end weight decay")
 
 
-def check_iteration_based(config: Draft) -> None:
-    """With --train-iters, every length-like setting must be counted in iterations too.
-
-    (Megatron skips this when --skip-train leaves the schedule unused, and lets a batch-size
-    rampup, which is counted in samples, run under iteration-based training.)
-    """
-    if not config.train_iters or config.get("skip_train", False):
+def _check_counted_in(config: Draft, unit: str, other: str, mode: str, other_mode: str) -> None:
+    """When training length is given in ``unit`` (iters / samples), every length-like
+    setting must be counted in it too (unless --skip-train leaves the schedule unused)."""
+    if not config[f"train_{unit}"] or config.get("skip_train", False):
         return
     conflicts = []
-    if config.train_samples is not None:
-        conflicts.append("--train-samples")
-    if config.lr_decay_samples is not None:
-        conflicts.append("--lr-decay-samples")
-    if config.lr_warmup_samples:
-        conflicts.append("--lr-warmup-samples")
+    if config[f"train_{other}"] is not None:
+        conflicts.append(f"--train-{other}")
+    if config[f"lr_decay_{other}"] is not None:
+        conflicts.append(f"--lr-decay-{other}")
+    if config[f"lr_warmup_{other}"]:
+        conflicts.append(f"--lr-warmup-{other}")
     if conflicts:
-        config.error(f"--train-iters sets iteration-based training, which cannot be combined "
+        config.error(f"--train-{unit} sets {mode}-based training, which cannot be combined "
                      f"with {', '.join(conflicts)}",
-                     flags=("train_iters", *conflicts),
-                     hint="count everything in iterations (--lr-decay-iters, --lr-warmup-iters), "
-                          "or train by samples with --train-samples instead")
-    if config.lr_warmup_fraction is not None and config.lr_warmup_iters:
-        config.error("--lr-warmup-fraction and --lr-warmup-iters both set the warmup length",
-                     flags=("lr_warmup_fraction", "lr_warmup_iters"),
+                     flags=(f"train_{unit}", *conflicts),
+                     hint=f"count everything in {mode}s (--lr-decay-{unit}, --lr-warmup-{unit}), "
+                          f"or train by {other_mode}s with --train-{other} instead")
+    if config.lr_warmup_fraction is not None and config[f"lr_warmup_{unit}"]:
+        config.error(f"--lr-warmup-fraction and --lr-warmup-{unit} both set the warmup length",
+                     flags=("lr_warmup_fraction", f"lr_warmup_{unit}"),
                      hint="keep one of them")
+
+
+def check_iteration_based(config: Draft) -> None:
+    """With --train-iters, lengths are counted in iterations (Megatron lets a batch-size
+    rampup, which is counted in samples, run under iteration-based training)."""
+    _check_counted_in(config, "iters", "samples", "iteration", "sample")
 
 
 def check_sample_based(config: Draft) -> None:
-    """With --train-samples, every length-like setting must be counted in samples too
-    (unless --skip-train leaves the schedule unused)."""
-    if not config.train_samples or config.get("skip_train", False):
-        return
-    conflicts = []
-    if config.train_iters is not None:
-        conflicts.append("--train-iters")
-    if config.lr_decay_iters is not None:
-        conflicts.append("--lr-decay-iters")
-    if config.lr_warmup_iters:
-        conflicts.append("--lr-warmup-iters")
-    if conflicts:
-        config.error(f"--train-samples sets sample-based training, which cannot be combined "
-                     f"with {', '.join(conflicts)}",
-                     flags=("train_samples", *conflicts),
-                     hint="count everything in samples (--lr-decay-samples, --lr-warmup-samples), "
-                          "or train by iterations with --train-iters instead")
-    if config.lr_warmup_fraction is not None and config.lr_warmup_samples:
-        config.error("--lr-warmup-fraction and --lr-warmup-samples both set the warmup length",
-                     flags=("lr_warmup_fraction", "lr_warmup_samples"),
-                     hint="keep one of them")
+    """With --train-samples, lengths are counted in samples."""
+    _check_counted_in(config, "samples", "iters", "sample", "iteration")
 
 
 def check_learning_rate_floor(config: Draft) -> None:
