@@ -1,7 +1,7 @@
 """Declaring settings: the ``Flag`` / ``FromEnv`` / ``Computed`` markers and ``FlagSpec``.
 
 A plugin describes its settings as an options dataclass whose fields carry one of these
-markers in ``typing_extensions.Annotated`` metadata. The kernel turns each field into one
+markers as its default or in ``Annotated`` metadata. The kernel turns each field into one
 or more :class:`FlagSpec` records, the single description every other part of megaplug
 (parser, config files, ``megaplug flags``, docs) works from.
 """
@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import json
 import math
 import types
 import typing
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Annotated, Any, Callable, Sequence, get_args, get_origin
 
-from typing_extensions import Annotated, get_args, get_origin
 
 MISSING: Any = dataclasses.MISSING
 
@@ -43,29 +43,49 @@ _ARGPARSE_ACTION_NAMES = {
 }
 
 
-@dataclass(frozen=True, init=False)
-class Flag:
-    """Marks an options-dataclass field as a command-line flag.
+class _Marker:
+    """Shared value semantics of the markers: compared, hashed and shown by their fields.
 
-    Everything not given is inferred from the field: option string ``--field-name``,
-    ``type`` from the annotation (``Optional[X]`` is ``X``, ``list[X]`` gives
-    ``nargs='+'``, an ``Enum`` is parsed by member name, ``Literal`` gives choices), and
-    ``store_true`` / ``store_false`` for ``bool`` fields defaulting to False / True.
-    A field may carry several ``Flag`` markers that share its dest (``--x`` / ``--no-x``).
+    Markers are plain ``__slots__`` classes rather than dataclasses because a plugin module
+    builds one per setting at import time -- about 900 of them on every training rank.
     """
 
-    option_strings: tuple[str, ...] = ()
-    help: str = ""
-    action: str | None = None
-    type: Callable[[str], Any] | None = None
-    choices: Sequence[Any] | None = None
-    nargs: int | str | None = None
-    const: Any = None
-    metavar: str | None = None
-    default: Any = None
-    hidden: bool = False
-    deprecated: str | None = None
-    env: str | None = None
+    __slots__: tuple[str, ...] = ()
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._values() == other._values()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), self._values()))
+
+    def __repr__(self) -> str:
+        shown = (f"{name}={getattr(self, name)!r}" for name in self.__slots__
+                 if getattr(self, name) not in (None, "", (), False, MISSING))
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+
+class Flag(_Marker):
+    """Marks an options-dataclass field as a command-line flag.
+
+    Write it as the field's default (``num_layers: Optional[int] = Flag(default=None,
+    help=...)``) or in ``Annotated`` metadata (``Annotated[Optional[int], Flag(help=...)] =
+    None``). Everything not given is inferred from the field: option string
+    ``--field-name``, ``type`` from the annotation (``Optional[X]`` is ``X``, ``list[X]``
+    gives ``nargs='+'``, an ``Enum`` is parsed by member name, ``Literal`` gives choices),
+    and ``store_true`` / ``store_false`` for ``bool`` fields defaulting to False / True.
+    Without ``default=`` a flag defaults as in argparse: None, or False for a ``bool``.
+    A field may carry several ``Flag`` markers in ``Annotated`` metadata that share its
+    dest (``--x`` / ``--no-x``); there ``default=`` overrides the field's default for
+    that spelling.
+    """
+
+    __slots__ = ("option_strings", "help", "action", "type", "choices", "nargs", "const",
+                 "metavar", "default", "hidden", "deprecated", "env")
 
     def __init__(
         self,
@@ -84,37 +104,42 @@ class Flag:
     ) -> None:
         if action is not None and action not in ACTIONS:
             raise ValueError(f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")
-        values = dict(
-            option_strings=tuple(option_strings),
-            help=help,
-            action=action,
-            type=type,
-            choices=tuple(choices) if choices is not None else None,
-            nargs=nargs,
-            const=const,
-            metavar=metavar,
-            default=default,
-            hidden=hidden,
-            deprecated=deprecated,
-            env=env,
-        )
-        for name, value in values.items():
-            object.__setattr__(self, name, value)
+        self.option_strings = option_strings
+        self.help = help
+        self.action = action
+        self.type = type
+        self.choices = tuple(choices) if choices is not None else None
+        self.nargs = nargs
+        self.const = const
+        self.metavar = metavar
+        self.default = default
+        self.hidden = hidden
+        self.deprecated = deprecated
+        self.env = env
 
 
-@dataclass(frozen=True)
-class FromEnv:
+class FromEnv(_Marker):
     """Marks a field whose value comes from an environment variable, not a flag."""
 
-    variable: str
-    help: str = ""
+    __slots__ = ("variable", "help", "default")
+
+    def __init__(self, variable: str, help: str = "", *, default: Any = MISSING) -> None:
+        self.variable = variable
+        self.help = help
+        self.default = default
 
 
-@dataclass(frozen=True)
-class Computed:
+class Computed(_Marker):
     """Marks a field that no user sets: a plugin derives it (e.g. ``data_parallel_size``)."""
 
-    help: str = ""
+    __slots__ = ("help", "default")
+
+    def __init__(self, help: str = "", *, default: Any = MISSING) -> None:
+        self.help = help
+        self.default = default
+
+
+_MARKER_TYPES = (Flag, FromEnv, Computed)
 
 
 @dataclass
@@ -277,12 +302,21 @@ def _default_spelling(dest: str) -> str:
 _SPEC_CACHE: dict[type, list[tuple[Any, ...]]] = {}
 
 
+def _declared_markers(options_class: type) -> dict[str, tuple[Any, ...]]:
+    """Markers that ``@options`` took from field defaults, base classes first."""
+    declared: dict[str, tuple[Any, ...]] = {}
+    for klass in reversed(options_class.__mro__):
+        declared.update(klass.__dict__.get("__megaplug_markers__", {}))
+    return declared
+
+
 def _field_markers(options_class: type) -> list[tuple[Any, ...]]:
     """(field, annotation, markers) for each field, cached per class."""
     cached = _SPEC_CACHE.get(options_class)
     if cached is not None:
         return cached
     hints: dict[str, Any] | None = None
+    declared = _declared_markers(options_class)
     rows = []
     for field in dataclasses.fields(options_class):
         annotation = field.type
@@ -290,22 +324,51 @@ def _field_markers(options_class: type) -> list[tuple[Any, ...]]:
             if hints is None:
                 hints = typing.get_type_hints(options_class, include_extras=True)
             annotation = hints[field.name]
-        markers: tuple[Any, ...] = ()
+        markers: tuple[Any, ...] = declared.get(field.name, ())
         if get_origin(annotation) is Annotated:
-            markers = tuple(
-                m for m in annotation.__metadata__ if isinstance(m, (Flag, FromEnv, Computed))
-            )
+            if not markers:
+                markers = tuple(m for m in annotation.__metadata__ if isinstance(m, _MARKER_TYPES))
             annotation = get_args(annotation)[0]
+        if not markers and isinstance(field.default, _MARKER_TYPES):
+            # a plain @dataclass with a marker as the default: the marker is the declaration
+            markers = (field.default,)
         rows.append((field, annotation, markers))
     _SPEC_CACHE[options_class] = rows
     return rows
 
 
-def _field_default(field: dataclasses.Field) -> Any:  # type: ignore[type-arg]
+def _field_default(field: dataclasses.Field, annotation: Any) -> Any:  # type: ignore[type-arg]
+    if isinstance(field.default, _MARKER_TYPES):
+        return _marker_default(field.default, annotation)
     if field.default is not MISSING:
         return field.default
     if field.default_factory is not MISSING:  # type: ignore[misc]
         return field.default_factory()  # type: ignore[misc]
+    return None
+
+
+def _is_bool(annotation: Any) -> bool:
+    # under ``from __future__ import annotations`` the decorator sees the text, not the type
+    return annotation is bool or annotation == "bool"
+
+
+def _is_annotated(annotation: Any) -> bool:
+    if isinstance(annotation, str):
+        return annotation.startswith(("Annotated[", "typing.Annotated[",
+                                      "typing_extensions.Annotated["))
+    return get_origin(annotation) is Annotated
+
+
+def _marker_default(marker: Any, annotation: Any) -> Any:
+    """The field default a marker written as the default stands for (argparse's rule when
+    it has no ``default=``: None, False for a ``bool`` flag, True for ``store_false``)."""
+    if marker.default is not MISSING:
+        return marker.default
+    if isinstance(marker, Flag):
+        if marker.action == "store_false":
+            return True
+        if marker.action == "store_true" or (marker.action is None and _is_bool(annotation)):
+            return False
     return None
 
 
@@ -315,7 +378,7 @@ def specs_from_options(options_class: type, plugin: str) -> list[FlagSpec]:
         raise TypeError(f"{options_class!r} is not a dataclass")
     specs: list[FlagSpec] = []
     for field, annotation, markers in _field_markers(options_class):
-        default = _field_default(field)
+        default = _field_default(field, annotation)
         inferred = _infer_from_annotation(annotation)
         if not markers:
             markers = (Flag(),)
@@ -496,6 +559,26 @@ def _options_eq(self: Any, other: object) -> bool:
     return all(getattr(self, f.name) == getattr(other, f.name) for f in _fields_of(type(self)))
 
 
+def _take_marker_defaults(target: type) -> None:
+    """Replace each marker written as a field's default by the default it stands for,
+    keeping the marker in ``__megaplug_markers__`` for the kernel."""
+    annotations = target.__dict__.get("__annotations__", {})
+    declared: dict[str, tuple[Any, ...]] = {}
+    for name, annotation in annotations.items():
+        marker = target.__dict__.get(name)
+        if not isinstance(marker, _MARKER_TYPES):
+            continue
+        if _is_annotated(annotation):
+            raise TypeError(f"{target.__name__}.{name}: declare its markers either in Annotated "
+                            "metadata or as the default, not both")
+        declared[name] = (marker,)
+        default = _marker_default(marker, annotation)
+        if isinstance(default, (list, dict, set)):  # a fresh copy per instance, as default_factory
+            default = dataclasses.field(default_factory=functools.partial(type(default), default))
+        setattr(target, name, default)
+    target.__megaplug_markers__ = declared  # type: ignore[attr-defined]
+
+
 def options(cls: type | None = None, /) -> Any:
     """Declare a plugin's options dataclass — like ``@dataclass``, built cheaply.
 
@@ -504,9 +587,14 @@ def options(cls: type | None = None, /) -> Any:
     ``__repr__`` and ``__eq__`` are shared generic methods instead of code generated and
     compiled per class: for a plugin with a hundred-odd settings that generation is most
     of its import time, paid again by every training rank at start-up.
+
+    A field's marker may be written as its default (``x: int = Flag(default=1, help=...)``):
+    the decorator keeps the marker for the kernel and leaves the plain default on the
+    class. That is the cheap form -- it builds no ``Annotated`` alias per field.
     """
 
     def wrap(target: type) -> type:
+        _take_marker_defaults(target)
         made = dataclasses.dataclass(target, init=False, repr=False, eq=False)
         made.__init__ = _options_init  # type: ignore[misc]
         made.__repr__ = _options_repr  # type: ignore[method-assign]

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, Optional
 
 import pytest
 from toy_plugins import Argparsey, Backend, Clash, Core
 
 from typing_extensions import Annotated
 
-from megaplug import ConfigError, FromEnv, PluginInfo, hookimpl
+from megaplug import Computed, ConfigError, Flag, FromEnv, PluginInfo, hookimpl, options
 
 
 def specs(kernel, dest):
@@ -130,3 +131,114 @@ def test_options_decorator_makes_a_cheap_dataclass():
     assert repr(made) == "Small(width=8, names=[])"
     with pytest.raises(TypeError, match="unknown settings: depth"):
         Small(depth=3)
+
+
+# -- markers written as the field's default ------------------------------------------------
+
+@options
+class AnnotatedForm:
+    width: Annotated[Optional[int], Flag(help="Width.")] = None
+    depth: Annotated[int, Flag("--depth", "--layers", help="Depth.")] = 2
+    fused: Annotated[bool, Flag("--no-fused", help="Unfuse.")] = True
+    loud: Annotated[bool, Flag(help="Talk.")] = False
+    backend: Annotated[Backend, Flag(help="Backend.")] = Backend.auto
+    sizes: Annotated[Optional[list[int]], Flag(help="Sizes.")] = None
+    mode: Annotated[Literal["a", "b"], Flag(help="Mode.")] = "a"
+    rank: Annotated[int, FromEnv("RANK", help="Rank.")] = 0
+    twice: Annotated[Optional[int], Computed("2 x width.")] = None
+
+
+@options
+class DefaultForm:
+    width: Optional[int] = Flag(default=None, help="Width.")
+    depth: int = Flag("--depth", "--layers", default=2, help="Depth.")
+    fused: bool = Flag("--no-fused", default=True, help="Unfuse.")
+    loud: bool = Flag(default=False, help="Talk.")
+    backend: Backend = Flag(default=Backend.auto, help="Backend.")
+    sizes: Optional[list[int]] = Flag(default=None, help="Sizes.")
+    mode: Literal["a", "b"] = Flag(default="a", help="Mode.")
+    rank: int = FromEnv("RANK", help="Rank.", default=0)
+    twice: Optional[int] = Computed("2 x width.", default=None)
+
+
+def _comparable(spec):
+    fields = dict(vars(spec))
+    if spec.choices and isinstance(spec.choices[0], Backend):
+        fields["type"] = spec.type.__name__  # enum parsers are made per declaration
+    return fields
+
+
+def test_markers_as_defaults_declare_exactly_what_annotated_markers_declare():
+    from megaplug._options import specs_from_options
+
+    annotated = specs_from_options(AnnotatedForm, "p")
+    as_defaults = specs_from_options(DefaultForm, "p")
+    assert [_comparable(s) for s in as_defaults] == [_comparable(s) for s in annotated]
+    assert DefaultForm() == DefaultForm(width=None, depth=2, fused=True, loud=False,
+                                        backend=Backend.auto, sizes=None, mode="a", rank=0,
+                                        twice=None)
+    assert DefaultForm.depth == 2  # the class keeps the plain default, not the marker
+
+
+def test_a_marker_without_default_defaults_like_argparse():
+    from megaplug._options import specs_from_options
+
+    @options
+    class Implicit:
+        count: Optional[int] = Flag(help="Unset unless given.")
+        loud: bool = Flag(help="A store_true flag.")
+        quiet: bool = Flag("--no-quiet", action="store_false", help="A store_false flag.")
+        counted: int = Computed("derived")
+
+    by_dest = {s.dest: s for s in specs_from_options(Implicit, "p")}
+    assert by_dest["count"].default is None and by_dest["count"].action == "store"
+    assert by_dest["loud"].default is False and by_dest["loud"].action == "store_true"
+    assert by_dest["quiet"].default is True and by_dest["quiet"].action == "store_false"
+    assert by_dest["counted"].default is None
+    assert Implicit() == Implicit(count=None, loud=False, quiet=True, counted=None)
+
+
+def test_a_mutable_marker_default_is_copied_per_instance():
+    @options
+    class Lists:
+        names: list[str] = Flag(default=["a"], help="Names.")
+
+    first, second = Lists(), Lists()
+    first.names.append("b")
+    assert second.names == ["a"] and Lists().names == ["a"]
+
+
+def test_a_field_cannot_carry_markers_both_ways():
+    with pytest.raises(TypeError, match="Both.width: declare its markers either in Annotated"):
+        @options
+        class Both:
+            width: Annotated[int, Flag(help="x")] = Flag(default=1, help="y")
+
+
+def test_a_plain_dataclass_may_write_markers_as_defaults(make_kernel):
+    @dataclass
+    class Plain:
+        width: int = Flag(default=3, help="Width.")
+        loud: bool = Flag(help="Talk.")
+
+    class Uses:
+        megaplug_plugin = PluginInfo(name="uses")
+
+        @hookimpl
+        def add_args(self, flags):
+            flags.add_options(Plain)
+
+    kernel = make_kernel(Uses())
+    assert kernel.resolve([], environ={}).width == 3
+    resolved = kernel.resolve(["--width", "5", "--loud"], environ={})
+    assert resolved.width == 5 and resolved.loud is True
+
+
+def test_markers_compare_hash_and_show_by_value():
+    assert Flag("--x", help="X.") == Flag("--x", help="X.")
+    assert Flag("--x", help="X.") != Flag("--y", help="X.")
+    assert hash(FromEnv("RANK")) == hash(FromEnv("RANK"))
+    assert Computed("a") != FromEnv("a")
+    assert repr(Flag("--x", help="X.", default=3)) == "Flag(option_strings=('--x',), help='X.', default=3)"
+    with pytest.raises(ValueError, match="unknown action 'stor'"):
+        Flag(action="stor")

@@ -12,10 +12,7 @@ A complete plugin in one module:
 Each step is a small named function, registered in a tuple the hook walks.
 """
 
-from dataclasses import field
 from typing import Callable, Optional
-
-from typing_extensions import Annotated
 
 from megaplug import Computed, Draft, Flag, PluginInfo, hookimpl, options
 
@@ -36,22 +33,24 @@ TARGET_MODULES = ("linear_qkv", "linear_proj", "linear_fc1", "linear_fc2")
 class LoraOptions:
     """LoRA settings: adapters are on when ``--lora-rank`` is set."""
 
-    lora_rank: Annotated[Optional[int], Flag(
-        help="Rank of the LoRA adapters; unset trains the full model without adapters.")] = None
-    lora_alpha: Annotated[float, Flag(
-        help="LoRA scale numerator: adapter outputs are multiplied by alpha / rank.")] = 16.0
-    lora_dropout: Annotated[float, Flag(
-        help="Dropout probability applied to the adapter inputs.")] = 0.0
-    lora_target_modules: Annotated[list[str], Flag(
+    lora_rank: Optional[int] = Flag(
+        default=None,
+        help="Rank of the LoRA adapters; unset trains the full model without adapters.")
+    lora_alpha: float = Flag(
+        default=16.0,
+        help="LoRA scale numerator: adapter outputs are multiplied by alpha / rank.")
+    lora_dropout: float = Flag(
+        default=0.0, help="Dropout probability applied to the adapter inputs.")
+    lora_target_modules: list[str] = Flag(
         nargs="+", choices=TARGET_MODULES, metavar="MODULE",
-        help="Linear layers that get adapters: " + ", ".join(TARGET_MODULES) + ".")] = field(
-        default_factory=lambda: ["linear_qkv", "linear_proj"])
+        default=["linear_qkv", "linear_proj"],  # copied per instance, like a default_factory
+        help="Linear layers that get adapters: " + ", ".join(TARGET_MODULES) + ".")
     # The old spelling: accepted, hidden from --help, migrated by normalize.
-    lora_r: Annotated[Optional[int], Flag(
-        hidden=True, help="Deprecated spelling of --lora-rank.")] = None
-    lora_scaling: Annotated[Optional[float], Computed(
-        "Multiplier of the adapter output, lora_alpha / lora_rank; none without adapters.")] = None
-
+    lora_r: Optional[int] = Flag(
+        default=None, hidden=True, help="Deprecated spelling of --lora-rank.")
+    lora_scaling: Optional[float] = Computed(
+        "Multiplier of the adapter output, lora_alpha / lora_rank; none without adapters.",
+        default=None)
 
 @hookimpl
 def add_args(flags) -> None:  # type: ignore[no-untyped-def]

@@ -3,7 +3,6 @@
 
 from typing import Literal, Optional, Union
 
-from typing_extensions import Annotated
 
 from megaplug import Computed, Flag, TorchDType, options
 
@@ -20,74 +19,95 @@ _DTYPE_CHOICES = ("fp32", "bf16", "fp16", "auto")
 class FsdpOptions:
     """Flags that select and tune fully sharded data parallelism."""
 
-    use_megatron_fsdp: Annotated[bool, Flag(
+    use_megatron_fsdp: bool = Flag(
+        default=False,
         help="Shard parameters, gradients and optimizer state with Megatron-FSDP "
-             "(not together with --use-torch-fsdp2).")] = False
-    use_torch_fsdp2: Annotated[bool, Flag(
-        help="Shard the model with PyTorch's FSDP2 (fully_shard).")] = False
-    megatron_fsdp_version: Annotated[Literal[1, 2], Flag(
-        help="Which Megatron-FSDP implementation to use.")] = 1
-    overlap_outer_communication: Annotated[bool, Flag(
+             "(not together with --use-torch-fsdp2).")
+    use_torch_fsdp2: bool = Flag(
+        default=False,
+        help="Shard the model with PyTorch's FSDP2 (fully_shard).")
+    megatron_fsdp_version: Literal[1, 2] = Flag(
+        default=1,
+        help="Which Megatron-FSDP implementation to use.")
+    overlap_outer_communication: bool = Flag(
+        default=False,
         help="Megatron-FSDP v2: overlap the outer and inner data-parallel gradient "
-             "reductions.")] = False
-    fsdp_manual_registration: Annotated[bool, Flag(
+             "reductions.")
+    fsdp_manual_registration: bool = Flag(
+        default=False,
         help="Register the FSDP communication buffers with NCCL user buffers by hand "
-             "(needs --use-megatron-fsdp and --use-nccl-ub).")] = False
-    create_all_gather_group: Annotated[bool, Flag(
+             "(needs --use-megatron-fsdp and --use-nccl-ub).")
+    create_all_gather_group: bool = Flag(
+        default=False,
         help="Use a separate process group for all-gathers so they can overlap "
-             "reduce-scatters.")] = False
-    data_parallel_sharding_strategy: Annotated[ShardingStrategy, Flag(
+             "reduce-scatters.")
+    data_parallel_sharding_strategy: ShardingStrategy = Flag(
+        default="optim_grads_params",
         help="What data parallelism shards: nothing, optimizer state, plus gradients, "
-             "plus parameters.")] = "optim_grads_params"
-    expert_data_parallel_sharding_strategy: Annotated[Optional[ShardingStrategy], Flag(
+             "plus parameters.")
+    expert_data_parallel_sharding_strategy: Optional[ShardingStrategy] = Flag(
+        default=None,
         help="Sharding strategy for expert (MoE) parameters; unset means the same as "
-             "--data-parallel-sharding-strategy.")] = None
-    outer_dp_sharding_strategy: Annotated[OuterShardingStrategy, Flag(
+             "--data-parallel-sharding-strategy.")
+    outer_dp_sharding_strategy: OuterShardingStrategy = Flag(
+        default="no_shard",
         help="Sharding of the outer data-parallel group in hybrid sharded data parallel: "
-             "replicate (no_shard) or shard optimizer state (optim).")] = "no_shard"
-    expert_outer_dp_sharding_strategy: Annotated[Optional[OuterShardingStrategy], Flag(
+             "replicate (no_shard) or shard optimizer state (optim).")
+    expert_outer_dp_sharding_strategy: Optional[OuterShardingStrategy] = Flag(
+        default=None,
         help="Megatron-FSDP v2: sharding of the outer expert data-parallel group; unset "
-             "means the same as --outer-dp-sharding-strategy.")] = None
-    hfsdp_param_gather_overlap: Annotated[bool, Flag(
+             "means the same as --outer-dp-sharding-strategy.")
+    hfsdp_param_gather_overlap: bool = Flag(
+        default=False,
         help="Prefetch outer data-parallel parameter all-gathers one FSDP unit ahead of the "
-             "inner ones (with --outer-dp-sharding-strategy optim).")] = False
-    fsdp_double_buffer: Annotated[bool, Flag(
+             "inner ones (with --outer-dp-sharding-strategy optim).")
+    fsdp_double_buffer: bool = Flag(
+        default=False,
         help="Reuse two preallocated buffers for Megatron-FSDP communication instead of "
-             "allocating new ones.")] = False
-    suggested_communication_unit_size: Annotated[Optional[int], Flag(
+             "allocating new ones.")
+    suggested_communication_unit_size: Optional[int] = Flag(
+        default=None,
         help="Elements per FSDP communication; larger values grow the buffer and enable "
-             "all-gather prefetching.")] = None
-    keep_fp8_transpose_cache: Annotated[bool, Flag(
-        help="Keep the FP8 transpose cache when using Megatron-FSDP.")] = False
-    enable_full_sharding_in_hsdp: Annotated[bool, Flag(
-        help="Shard fully inside Megatron-FSDP's hybrid sharded data parallel mode.")] = False
-    torch_fsdp2_reshard_after_forward: Annotated[bool, Flag(
-        "--torch-fsdp2-no-reshard-after-forward",
-        help="Keep FSDP2 weights gathered after the forward pass (ZeRO-2 style).")] = True
-    megatron_fsdp_main_params_dtype: Annotated[DTypeSetting, Flag(
+             "all-gather prefetching.")
+    keep_fp8_transpose_cache: bool = Flag(
+        default=False,
+        help="Keep the FP8 transpose cache when using Megatron-FSDP.")
+    enable_full_sharding_in_hsdp: bool = Flag(
+        default=False,
+        help="Shard fully inside Megatron-FSDP's hybrid sharded data parallel mode.")
+    torch_fsdp2_reshard_after_forward: bool = Flag(
+        "--torch-fsdp2-no-reshard-after-forward", default=True,
+        help="Keep FSDP2 weights gathered after the forward pass (ZeRO-2 style).")
+    megatron_fsdp_main_params_dtype: DTypeSetting = Flag(
+        default="fp32",
         choices=_DTYPE_CHOICES,
         help="Dtype of Megatron-FSDP's main weight buffer; auto keeps the model's "
-             "parameter dtype.")] = "fp32"
-    megatron_fsdp_main_grads_dtype: Annotated[DTypeSetting, Flag(
+             "parameter dtype.")
+    megatron_fsdp_main_grads_dtype: DTypeSetting = Flag(
+        default="auto",
         choices=_DTYPE_CHOICES,
         help="Dtype of Megatron-FSDP's main gradient buffer; auto keeps the model's "
-             "gradient dtype.")] = "auto"
-    megatron_fsdp_grad_comm_dtype: Annotated[DTypeSetting, Flag(
+             "gradient dtype.")
+    megatron_fsdp_grad_comm_dtype: DTypeSetting = Flag(
+        default="auto",
         choices=("fp32", "fp16", "bf16", "auto"),
         help="Dtype Megatron-FSDP communicates gradients in; auto uses the main gradient "
-             "dtype.")] = "auto"
-    megatron_fsdp_padded_shards: Annotated[bool, Flag(
-        "--no-megatron-fsdp-padded-shards",
+             "dtype.")
+    megatron_fsdp_padded_shards: bool = Flag(
+        "--no-megatron-fsdp-padded-shards", default=True,
         help="Megatron-FSDP v2: pack parameter groups without padding, giving ranks "
-             "unequal shards.")] = True
-    megatron_fsdp_enable_fine_grained_param_gather: Annotated[bool, Flag(
+             "unequal shards.")
+    megatron_fsdp_enable_fine_grained_param_gather: bool = Flag(
+        default=False,
         help="Gather Megatron-FSDP parameters in finer pieces to overlap more with the "
-             "forward pass, at the cost of more communication calls.")] = False
-    megatron_fsdp_max_pool_double_buffer: Annotated[bool, Flag(
+             "forward pass, at the cost of more communication calls.")
+    megatron_fsdp_max_pool_double_buffer: bool = Flag(
+        default=False,
         help="Use the max-pool allocator for Megatron-FSDP double buffering, for FSDP units "
-             "of unequal sizes (implies --fsdp-double-buffer).")] = False
-    fsdp_db_use_persist_buf_on_alloc_fail: Annotated[bool, Flag(
+             "of unequal sizes (implies --fsdp-double-buffer).")
+    fsdp_db_use_persist_buf_on_alloc_fail: bool = Flag(
+        default=False,
         help="With Megatron-FSDP double buffering, keep modules outside the buffer pool in "
-             "persistent buffers.")] = False
-    use_custom_fsdp: Annotated[Optional[bool], Computed(
-        "Legacy alias set when Megatron-FSDP is used; absent otherwise.")] = None
+             "persistent buffers.")
+    use_custom_fsdp: Optional[bool] = Computed(
+        "Legacy alias set when Megatron-FSDP is used; absent otherwise.", default=None)

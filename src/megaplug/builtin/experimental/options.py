@@ -4,7 +4,6 @@ precision-aware optimizer and Triton autotuning."""
 
 from typing import Optional, Sequence, Union
 
-from typing_extensions import Annotated
 
 from megaplug import Flag, TorchDType, options
 
@@ -32,36 +31,47 @@ parse_block_size.__name__ = "block size"
 class ExperimentalOptions:
     """Every setting the experimental plugin declares."""
 
-    enable_experimental: Annotated[bool, Flag(
-        help="Turn on features that are still experimental.")] = False
-    spec: Annotated[Optional[list[str]], Flag(
+    enable_experimental: bool = Flag(
+        default=False,
+        help="Turn on features that are still experimental.")
+    spec: Optional[list[str]] = Flag(
+        default=None,
         nargs="*", help="Module and function returning the layer spec to build the model from "
-                        "('local' selects the local implementation).")] = None
-    hybrid_layer_pattern: Annotated[Optional[str], Flag(
+                        "('local' selects the local implementation).")
+    hybrid_layer_pattern: Optional[str] = Flag(
+        default=None,
         help="One symbol per layer of a hybrid model (M Mamba, G gated delta net, * attention, "
              "D sparse attention, - MLP, E experts); '|' splits pipeline segments and '/' "
-             "appends MTP depths, e.g. 'M-M*-|M-M*-/MM/MM'.")] = None
-    hybrid_override_pattern: Annotated[Optional[str], Flag(
-        help="Deprecated spelling of --hybrid-layer-pattern.")] = None
-    yaml_cfg: Annotated[Optional[str], Flag(
-        help="Megatron YAML model configuration (not supported; use --config).")] = None
+             "appends MTP depths, e.g. 'M-M*-|M-M*-/MM/MM'.")
+    hybrid_override_pattern: Optional[str] = Flag(
+        default=None,
+        help="Deprecated spelling of --hybrid-layer-pattern.")
+    yaml_cfg: Optional[str] = Flag(
+        default=None,
+        help="Megatron YAML model configuration (not supported; use --config).")
 
-    use_precision_aware_optimizer: Annotated[bool, Flag(
+    use_precision_aware_optimizer: bool = Flag(
+        default=False,
         help="Use Transformer Engine's precision-aware optimizer, which may keep main "
-             "parameters and optimizer states in lower precision.")] = False
-    main_grads_dtype: Annotated[DTypeSetting, Flag(
-        choices=("fp32", "bf16"), help="dtype of the main gradients.")] = "fp32"
-    main_params_dtype: Annotated[DTypeSetting, Flag(
+             "parameters and optimizer states in lower precision.")
+    main_grads_dtype: DTypeSetting = Flag(
+        default="fp32",
+        choices=("fp32", "bf16"), help="dtype of the main gradients.")
+    main_params_dtype: DTypeSetting = Flag(
+        default="fp32",
         choices=("fp32", "fp16"),
-        help="dtype of the main parameters (precision-aware optimizer).")] = "fp32"
-    exp_avg_dtype: Annotated[DTypeSetting, Flag(
+        help="dtype of the main parameters (precision-aware optimizer).")
+    exp_avg_dtype: DTypeSetting = Flag(
+        default="fp32",
         choices=("fp32", "fp16", "bf16", "fp8"),
-        help="Storage dtype of Adam's first moment (precision-aware optimizer).")] = "fp32"
-    exp_avg_sq_dtype: Annotated[DTypeSetting, Flag(
+        help="Storage dtype of Adam's first moment (precision-aware optimizer).")
+    exp_avg_sq_dtype: DTypeSetting = Flag(
+        default="fp32",
         choices=("fp32", "fp16", "bf16", "fp8"),
-        help="Storage dtype of Adam's second moment (precision-aware optimizer).")] = "fp32"
+        help="Storage dtype of Adam's second moment (precision-aware optimizer).")
 
-    triton_autotune_block_sizes: Annotated[Sequence[tuple[str, int]], Flag(
+    triton_autotune_block_sizes: Sequence[tuple[str, int]] = Flag(
+        default=(),
         type=parse_block_size, nargs="+", metavar="BLOCK_NAME=VALUE",
         help="Triton block sizes to use when no tuned entry applies, e.g. BLOCK_SIZE=128 "
-             "BLOCK_M=64.")] = ()
+             "BLOCK_M=64.")
