@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Iterator, Mapping
 
 from ._errors import ProblemSink, Warning_
+from ._record import FrozenRecord
 from ._registry import FlagTable
 from ._target import TargetEnvironment
 
@@ -30,24 +30,37 @@ GIVEN_SOURCES = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Provenance:
+class Provenance(FrozenRecord):
     """Where a value came from, and what it replaced.
 
     ``source`` is one of :data:`SOURCES`; ``detail`` is the file, spelling or variable;
     ``plugin`` is the plugin that set it (for normalized / derived values) or owns it;
-    ``inputs`` are the settings it was computed from.
+    ``inputs`` are the settings it was computed from. For the given sources (command line,
+    files, environment, caller, checkpoint) ``value`` is the value as given, before any
+    plugin changed it; it takes no part in comparisons.
     """
 
+    __slots__ = ("source", "detail", "plugin", "inputs", "reason", "previous", "value")
+    _hidden = ("value",)
     source: str
-    detail: str = ""
-    plugin: str | None = None
-    inputs: tuple[str, ...] = ()
-    reason: str = ""
-    previous: "Provenance | None" = None
-    #: For the given sources (command line, files, environment, caller, checkpoint): the
-    #: value as given, before any plugin changed it.
-    value: Any = field(default=None, compare=False, repr=False)
+    detail: str
+    plugin: str | None
+    inputs: tuple[str, ...]
+    reason: str
+    previous: Provenance | None
+    value: Any
+
+    def __init__(self, source: str, detail: str = "", plugin: str | None = None,
+                 inputs: tuple[str, ...] = (), reason: str = "",
+                 previous: Provenance | None = None, value: Any = None) -> None:
+        set_field = object.__setattr__
+        set_field(self, "source", source)
+        set_field(self, "detail", detail)
+        set_field(self, "plugin", plugin)
+        set_field(self, "inputs", inputs)
+        set_field(self, "reason", reason)
+        set_field(self, "previous", previous)
+        set_field(self, "value", value)
 
     def describe(self) -> str:
         if self.source in ("normalized", "derived"):

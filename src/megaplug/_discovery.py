@@ -16,21 +16,32 @@ import json
 import os
 import sys
 import zlib
-from dataclasses import dataclass
 from typing import Any, Callable
+
+from ._record import FrozenRecord
 
 GROUP = "megaplug"
 _CACHE_VERSION = 1
 
 
-@dataclass(frozen=True)
-class EntryPointInfo:
+class EntryPointInfo(FrozenRecord):
     """An entry point of the ``megaplug`` group, loadable without importlib.metadata."""
 
+    __slots__ = ("name", "value", "distribution", "version")
     name: str
     value: str
     distribution: str | None
     version: str | None
+
+    def __init__(self, name: str, value: str, distribution: str | None,
+                 version: str | None) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "distribution", distribution)
+        object.__setattr__(self, "version", version)
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {name: getattr(self, name) for name in self.__slots__}
 
     def load(self) -> Any:
         module_name, _, attribute = self.value.partition(":")
@@ -91,7 +102,7 @@ def entry_points() -> list[EntryPointInfo]:
     global _MEMO
     if _MEMO is not None:
         return _MEMO
-    rows = cached("entry-points", _fingerprint(), lambda: [ep.__dict__ for ep in scan()])
+    rows = cached("entry-points", _fingerprint(), lambda: [ep.to_dict() for ep in scan()])
     _MEMO = [EntryPointInfo(**row) for row in rows]
     return _MEMO
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
+from ._record import FrozenRecord, MutableRecord
 
-@dataclass(frozen=True)
-class Problem:
+
+class Problem(FrozenRecord):
     """One thing wrong with a configuration.
 
     ``flags`` names the flags involved (option strings such as ``--num-experts`` or
@@ -15,10 +15,18 @@ class Problem:
     ``plugin`` is filled in by the kernel with the plugin that reported it.
     """
 
+    __slots__ = ("message", "flags", "hint", "plugin")
     message: str
-    flags: tuple[str, ...] = ()
-    hint: str | None = None
-    plugin: str | None = None
+    flags: tuple[str, ...]
+    hint: str | None
+    plugin: str | None
+
+    def __init__(self, message: str, flags: Sequence[str] = (), hint: str | None = None,
+                 plugin: str | None = None) -> None:
+        object.__setattr__(self, "message", message)
+        object.__setattr__(self, "flags", tuple(flags))
+        object.__setattr__(self, "hint", hint)
+        object.__setattr__(self, "plugin", plugin)
 
     def __str__(self) -> str:
         prefix = f"[{self.plugin}] " if self.plugin else ""
@@ -36,13 +44,18 @@ class Problem:
         }
 
 
-@dataclass(frozen=True)
-class Warning_:
+class Warning_(FrozenRecord):
     """A non-fatal note raised while resolving (a deprecated spelling, an override)."""
 
+    __slots__ = ("message", "flags", "plugin")
     message: str
-    flags: tuple[str, ...] = ()
-    plugin: str | None = None
+    flags: tuple[str, ...]
+    plugin: str | None
+
+    def __init__(self, message: str, flags: Sequence[str] = (), plugin: str | None = None) -> None:
+        object.__setattr__(self, "message", message)
+        object.__setattr__(self, "flags", tuple(flags))
+        object.__setattr__(self, "plugin", plugin)
 
     def __str__(self) -> str:
         prefix = f"[{self.plugin}] " if self.plugin else ""
@@ -72,21 +85,25 @@ class PluginError(Exception):
     """A plugin is declared wrongly (a flag owned twice, an ordering cycle, ...)."""
 
 
-@dataclass
-class ProblemSink:
+class ProblemSink(MutableRecord):
     """Collects problems and warnings, stamping each with the plugin currently speaking."""
 
-    problems: list[Problem] = field(default_factory=list)
-    warnings: list[Warning_] = field(default_factory=list)
-    current_plugin: str | None = None
+    __slots__ = ("problems", "warnings", "current_plugin")
+
+    def __init__(self, problems: list[Problem] | None = None,
+                 warnings: list[Warning_] | None = None,
+                 current_plugin: str | None = None) -> None:
+        self.problems: list[Problem] = [] if problems is None else problems
+        self.warnings: list[Warning_] = [] if warnings is None else warnings
+        self.current_plugin = current_plugin
 
     def error(
         self, message: str, *, flags: Sequence[str] = (), hint: str | None = None
     ) -> None:
-        self.problems.append(Problem(message, tuple(flags), hint, self.current_plugin))
+        self.problems.append(Problem(message, flags, hint, self.current_plugin))
 
     def warn(self, message: str, *, flags: Sequence[str] = ()) -> None:
-        self.warnings.append(Warning_(message, tuple(flags), self.current_plugin))
+        self.warnings.append(Warning_(message, flags, self.current_plugin))
 
     def add(self, problem: Problem) -> None:
         if problem.plugin is None:

@@ -15,8 +15,9 @@ import json
 import math
 import types
 import typing
-from dataclasses import dataclass
 from typing import Annotated, Any, Callable, Sequence, get_args, get_origin
+
+from ._record import MutableRecord, Record
 
 
 MISSING: Any = dataclasses.MISSING
@@ -43,25 +44,14 @@ _ARGPARSE_ACTION_NAMES = {
 }
 
 
-class _Marker:
+class _Marker(Record):
     """Shared value semantics of the markers: compared, hashed and shown by their fields.
 
-    Markers are plain ``__slots__`` classes rather than dataclasses because a plugin module
-    builds one per setting at import time -- about 900 of them on every training rank.
+    A plugin module builds one marker per setting at import time -- about 900 of them on
+    every training rank -- so they are plain ``__slots__`` classes.
     """
 
-    __slots__: tuple[str, ...] = ()
-
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self.__slots__)
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        return self._values() == other._values()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash((type(self), self._values()))
+    __slots__ = ()
 
     def __repr__(self) -> str:
         shown = (f"{name}={getattr(self, name)!r}" for name in self.__slots__
@@ -142,30 +132,52 @@ class Computed(_Marker):
 _MARKER_TYPES = (Flag, FromEnv, Computed)
 
 
-@dataclass
-class FlagSpec:
+class FlagSpec(MutableRecord):
     """The kernel's record of one setting: a flag spelling set, an env value or a computed one.
 
     ``kind`` is ``"flag"``, ``"env"`` or ``"computed"``. Several flag specs may share a
     dest when they come from the same plugin (``--x`` and ``--no-x``).
     """
 
-    dest: str
-    plugin: str
-    kind: str = "flag"
-    option_strings: tuple[str, ...] = ()
-    action: str = "store"
-    type: Callable[[str], Any] | None = None
-    default: Any = None
-    choices: tuple[Any, ...] | None = None
-    nargs: int | str | None = None
-    const: Any = None
-    metavar: str | None = None
-    help: str = ""
-    hidden: bool = False
-    deprecated: str | None = None
-    env: str | None = None
-    deprecated_spellings: tuple[str, ...] = ()
+    __slots__ = ("dest", "plugin", "kind", "option_strings", "action", "type", "default",
+                 "choices", "nargs", "const", "metavar", "help", "hidden", "deprecated", "env",
+                 "deprecated_spellings")
+
+    def __init__(
+        self,
+        dest: str,
+        plugin: str,
+        kind: str = "flag",
+        option_strings: tuple[str, ...] = (),
+        action: str = "store",
+        type: Callable[[str], Any] | None = None,
+        default: Any = None,
+        choices: tuple[Any, ...] | None = None,
+        nargs: int | str | None = None,
+        const: Any = None,
+        metavar: str | None = None,
+        help: str = "",
+        hidden: bool = False,
+        deprecated: str | None = None,
+        env: str | None = None,
+        deprecated_spellings: tuple[str, ...] = (),
+    ) -> None:
+        self.dest = dest
+        self.plugin = plugin
+        self.kind = kind
+        self.option_strings = option_strings
+        self.action = action
+        self.type = type
+        self.default = default
+        self.choices = choices
+        self.nargs = nargs
+        self.const = const
+        self.metavar = metavar
+        self.help = help
+        self.hidden = hidden
+        self.deprecated = deprecated
+        self.env = env
+        self.deprecated_spellings = deprecated_spellings
 
     @property
     def type_name(self) -> str | None:

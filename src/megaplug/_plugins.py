@@ -7,13 +7,13 @@ import importlib
 import os
 import time
 import types
-from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 import pluggy
 
 from . import hookspecs
 from ._errors import PluginError
+from ._record import FrozenRecord, MutableRecord
 from ._target import TargetEnvironment
 
 ENTRY_POINT_GROUP = "megaplug"
@@ -33,19 +33,22 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class Requirement:
+class Requirement(FrozenRecord):
     """An optional package a plugin needs: import name and an optional minimum version."""
 
+    __slots__ = ("import_name", "min_version")
     import_name: str
-    min_version: str | None = None
+    min_version: str | None
+
+    def __init__(self, import_name: str, min_version: str | None = None) -> None:
+        object.__setattr__(self, "import_name", import_name)
+        object.__setattr__(self, "min_version", min_version)
 
     def __str__(self) -> str:
         return self.import_name + (f">={self.min_version}" if self.min_version else "")
 
 
-@dataclass(frozen=True)
-class PluginInfo:
+class PluginInfo(FrozenRecord):
     """What a plugin module declares about itself as ``megaplug_plugin = PluginInfo(...)``.
 
     ``after`` names plugins whose hooks must run before this one's (each must exist,
@@ -54,45 +57,78 @@ class PluginInfo:
     missing the plugin is *unavailable* and adds no flags.
     """
 
+    __slots__ = ("name", "description", "version", "after", "before", "requires")
     name: str
-    description: str = ""
-    version: str | None = None
-    after: tuple[str, ...] = ()
-    before: tuple[str, ...] = ()
-    requires: tuple[Requirement, ...] = ()
+    description: str
+    version: str | None
+    after: tuple[str, ...]
+    before: tuple[str, ...]
+    requires: tuple[Requirement, ...]
 
-    def __post_init__(self) -> None:
-        for attr in ("after", "before", "requires"):
-            value = getattr(self, attr)
-            if isinstance(value, (str, Requirement)):
-                value = (value,)
-            object.__setattr__(self, attr, tuple(value))
-        object.__setattr__(
-            self,
-            "requires",
-            tuple(Requirement(r) if isinstance(r, str) else r for r in self.requires),
-        )
+    def __init__(
+        self,
+        name: str,
+        description: str = "",
+        version: str | None = None,
+        after: str | Iterable[str] = (),
+        before: str | Iterable[str] = (),
+        requires: str | Requirement | Iterable[str | Requirement] = (),
+    ) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "description", description)
+        object.__setattr__(self, "version", version)
+        object.__setattr__(self, "after", _as_tuple(after))
+        object.__setattr__(self, "before", _as_tuple(before))
+        object.__setattr__(self, "requires", tuple(
+            Requirement(r) if isinstance(r, str) else r for r in _as_tuple(requires)))
+
+
+def _as_tuple(value: Any) -> tuple[Any, ...]:
+    """One name (or requirement) or several, as a tuple."""
+    if isinstance(value, (str, Requirement)):
+        return (value,)
+    return tuple(value)
 
 
 ACTIVE, BLOCKED, UNAVAILABLE, BROKEN = "active", "blocked", "unavailable", "broken"
 
 
-@dataclass
-class PluginRecord:
-    """Everything megaplug knows about one plugin, whatever its status."""
+class PluginRecord(MutableRecord):
+    """Everything megaplug knows about one plugin, whatever its status.
 
-    name: str
-    status: str
-    source: str
-    reason: str = ""
-    module: Any = None
-    info: PluginInfo | None = None
-    entry_point: str | None = None
-    distribution: str | None = None
-    version: str | None = None
-    hooks: tuple[str, ...] = ()
-    #: For a blocked plugin: how to import it, used only to name it in an error message.
-    loader: Any = field(default=None, repr=False)
+    ``loader`` is set for a blocked plugin: how to import it, used only to name it in an
+    error message.
+    """
+
+    __slots__ = ("name", "status", "source", "reason", "module", "info", "entry_point",
+                 "distribution", "version", "hooks", "loader")
+    _hidden = ("loader",)
+
+    def __init__(
+        self,
+        name: str,
+        status: str,
+        source: str,
+        reason: str = "",
+        module: Any = None,
+        info: PluginInfo | None = None,
+        entry_point: str | None = None,
+        distribution: str | None = None,
+        version: str | None = None,
+        hooks: tuple[str, ...] = (),
+        loader: Any = None,
+    ) -> None:
+        self.name = name
+        self.status = status
+        self.source = source
+        self.reason = reason
+        self.module = module
+        self.info = info
+        self.entry_point = entry_point
+        self.distribution = distribution
+        self.version = version
+        self.hooks = hooks
+        self.loader = loader
 
     @property
     def after(self) -> tuple[str, ...]:
@@ -127,13 +163,16 @@ class PluginRecord:
         }
 
 
-@dataclass
-class PluginSelection:
+class PluginSelection(MutableRecord):
     """Which plugins to load beyond the built-ins, and which to block."""
 
-    load: list[str] = field(default_factory=list)
-    block: set[str] = field(default_factory=set)
-    autoload: bool = True
+    __slots__ = ("load", "block", "autoload")
+
+    def __init__(self, load: Iterable[str] = (), block: Iterable[str] = (),
+                 autoload: bool = True) -> None:
+        self.load: list[str] = list(load)
+        self.block: set[str] = set(block)
+        self.autoload = autoload
 
     @classmethod
     def from_environment(cls, environ: Any = None) -> "PluginSelection":

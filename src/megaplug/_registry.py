@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from typing import Any, Iterator, Sequence
 
 from ._errors import PluginError
@@ -131,6 +130,8 @@ class FlagTable:
         return None
 
     def suggest(self, name: str, candidates: Sequence[str] | None = None) -> str | None:
+        import difflib  # only a mistyped flag pays for it
+
         pool = candidates if candidates is not None else list(self.by_option)
         matches = difflib.get_close_matches(name, pool, n=1, cutoff=0.75)
         return matches[0] if matches else None

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from typing import Mapping
+
+from ._record import MutableRecord
 
 _NOT_ASKED = object()
 
@@ -39,8 +40,7 @@ def parse_version(text: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-@dataclass
-class TargetEnvironment:
+class TargetEnvironment(MutableRecord):
     """Package versions, device capability and environment variables a check may consult.
 
     ``packages`` maps import names to a version string, or ``None`` for "not installed";
@@ -50,10 +50,23 @@ class TargetEnvironment:
     the job will see (defaults to ``os.environ``).
     """
 
-    packages: dict[str, str | None] = field(default_factory=dict)
-    device_capability: tuple[int, int] | None | object = _NOT_ASKED
-    environ: Mapping[str, str] | None = None
-    _looked_up: dict[str, str | None] = field(default_factory=dict, repr=False)
+    __slots__ = ("packages", "device_capability", "environ", "_looked_up")
+    _hidden = ("_looked_up",)
+
+    def __init__(
+        self,
+        packages: dict[str, str | None] | None = None,
+        device_capability: tuple[int, int] | None | object = _NOT_ASKED,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.packages: dict[str, str | None] = {} if packages is None else packages
+        self.device_capability = device_capability
+        self.environ = environ
+        self._looked_up: dict[str, str | None] = {}
+
+    def with_environ(self, environ: Mapping[str, str]) -> TargetEnvironment:
+        """The same target for a process that sees ``environ`` (a fresh lookup cache)."""
+        return TargetEnvironment(self.packages, self.device_capability, environ)
 
     def getenv(self, name: str, default: str | None = None) -> str | None:
         env = os.environ if self.environ is None else self.environ

@@ -11,10 +11,10 @@ error wording. argparse itself is still used to print ``--help``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from ._options import FlagSpec
+from ._record import MutableRecord
 
 #: argparse's own test for a token that is a negative number rather than an option.
 NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
@@ -22,21 +22,27 @@ NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 HELP_TOKENS = ("-h", "--help")
 
 
-@dataclass
-class Occurrence:
+class Occurrence(MutableRecord):
     """One use of a flag: the spec, the spelling used and the raw value(s) given."""
 
-    spec: FlagSpec
-    spelling: str
-    raw: str | list[str] | None
+    __slots__ = ("spec", "spelling", "raw")
+
+    def __init__(self, spec: FlagSpec, spelling: str, raw: str | list[str] | None) -> None:
+        self.spec = spec
+        self.spelling = spelling
+        self.raw = raw
 
 
-@dataclass
-class Tokens:
-    occurrences: list[Occurrence] = field(default_factory=list)
-    unknown: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    wants_help: bool = False
+class Tokens(MutableRecord):
+    """A split command line: flag occurrences, unknown tokens and argparse-style errors."""
+
+    __slots__ = ("occurrences", "unknown", "errors", "wants_help")
+
+    def __init__(self) -> None:
+        self.occurrences: list[Occurrence] = []
+        self.unknown: list[str] = []
+        self.errors: list[str] = []
+        self.wants_help = False
 
 
 def _is_option(token: str, options: Mapping[str, FlagSpec]) -> bool:

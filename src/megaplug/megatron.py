@@ -13,7 +13,6 @@ produce (torch dtypes included), except that every problem is reported at once t
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 from typing import Any, Callable, Mapping, Sequence
@@ -105,7 +104,7 @@ def validate_args(
         target = TargetEnvironment(environ=env)
     elif target.environ is None:
         # a copy: the caller's target may be reused with another environment
-        target = dataclasses.replace(target, environ=env, _looked_up={})
+        target = target.with_environ(env)
     if defaults:
         kernel._apply_caller_defaults(defaults, values, provenance, sink)
     draft = Draft(values, provenance, kernel.table, sink, target)

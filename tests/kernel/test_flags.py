@@ -162,7 +162,7 @@ class DefaultForm:
 
 
 def _comparable(spec):
-    fields = dict(vars(spec))
+    fields = {name: getattr(spec, name) for name in spec.__slots__}
     if spec.choices and isinstance(spec.choices[0], Backend):
         fields["type"] = spec.type.__name__  # enum parsers are made per declaration
     return fields

@@ -1,0 +1,57 @@
+"""Small value classes for the kernel's records, without ``@dataclass``.
+
+``@dataclass`` writes and compiles ``__init__``, ``__repr__`` and ``__eq__`` for each class
+when its module is imported -- about half a millisecond per class. The kernel's dozen
+records (problems, provenance, plugin facts, flag specs, ...) paid that on every training
+rank before any flag was read, a third of the kernel's import time. So they are plain
+``__slots__`` classes with hand-written ``__init__`` methods, and get equality, hashing and
+``repr`` by field from these bases.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class Record:
+    """Equality, hashing and ``repr`` by the ``__slots__`` fields, minus ``_hidden`` ones."""
+
+    __slots__: tuple[str, ...] = ()
+    #: Fields left out of equality, hashing and ``repr`` (caches, bulky payloads).
+    _hidden: tuple[str, ...] = ()
+
+    def _key(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__ if name not in self._hidden)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._key() == other._key()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), self._key()))
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__
+                          if name not in self._hidden)
+        return f"{type(self).__name__}({shown})"
+
+
+class FrozenRecord(Record):
+    """A record whose fields cannot be reassigned after ``__init__`` (which sets them with
+    ``object.__setattr__``)."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable; cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable; cannot delete {name!r}")
+
+
+class MutableRecord(Record):
+    """A record that may change; unhashable, like a dataclass with ``eq``."""
+
+    __slots__ = ()
+    __hash__ = None  # type: ignore[assignment]
