@@ -312,14 +312,66 @@ def bench_side_effects() -> None:
                "torch" not in modules)
 
 
+# -- 7. the torch-types path, measured separately ----------------------------------------
+
+FACADE = textwrap.dedent("""
+    import json, os, sys
+    data = json.load(open(sys.argv[1]))
+    os.environ.update(data["env"])
+    from megaplug import TargetEnvironment
+    from megaplug.megatron import parse_and_validate_args
+    target = TargetEnvironment(packages=data["assume"]["packages"],
+                               device_capability=tuple(data["assume"]["device_capability"]))
+    args = parse_and_validate_args(argv=data["argv"], environ=os.environ,
+                                   args_defaults=data["args_defaults"], target=target,
+                                   torch_types=sys.argv[2] == "torch")
+    print(json.dumps({"torch_imported": "torch" in sys.modules,
+                      "params_dtype_type": type(args.params_dtype).__module__ + "."
+                                           + type(args.params_dtype).__name__}))
+""")
+
+
+def bench_torch_types(repeat: int) -> None:
+    print("\n7. the Megatron facade with torch dtypes (the only path that imports torch)")
+    with tempfile.TemporaryDirectory() as scratch:
+        directory = Path(scratch)
+        facade = directory / "facade.py"
+        facade.write_text(FACADE)
+        data_file = directory / "case.json"
+        data_file.write_text(json.dumps(case(CONFIGS["dense GPT"])))
+        runs = {
+            "import torch": [sys.executable, "-c", "import torch"],
+            "facade, plain dtypes": [sys.executable, str(facade), str(data_file), "plain"],
+            "facade, torch dtypes": [sys.executable, str(facade), str(data_file), "torch"],
+        }
+        for mode in ("plain", "torch"):
+            out = subprocess.run(runs[f"facade, {mode} dtypes"], capture_output=True, text=True,
+                                 env=_with_bytecode(None), check=True).stdout
+            facts = json.loads(out)
+            print(f"  {mode} dtypes: torch imported {facts['torch_imported']}, "
+                  f"params_dtype is {facts['params_dtype_type']}")
+            target(f"facade with {mode} dtypes imports torch only if asked",
+                   f"torch imported: {facts['torch_imported']}",
+                   facts["torch_imported"] is (mode == "torch"))
+        samples = interleaved(runs, repeat)
+    for name, values in samples.items():
+        print(f"    {name:<22} {stats(values)}")
+    extra = (statistics.median(samples["facade, torch dtypes"])
+             - statistics.median(samples["facade, plain dtypes"])
+             - statistics.median(samples["import torch"]))
+    target("torch dtypes add <= 25 ms beyond importing torch", f"{extra * 1e3:+.1f} ms",
+           extra <= 0.025)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--write", metavar="FILE", help="also write the results as Markdown")
-    parser.add_argument("--only", nargs="*", help="run only these sections (1-6)")
+    parser.add_argument("--only", nargs="*", help="run only these sections (1-7)")
     options = parser.parse_args()
     sections = {"1": bench_import, "2": bench_resolve_process, "3": bench_resolve_in_process,
-                "4": bench_list, "5": bench_scaling, "6": bench_side_effects}
+                "4": bench_list, "5": bench_scaling, "6": bench_side_effects,
+                "7": bench_torch_types}
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, repeat={options.repeat}")
     for key, function in sections.items():
         if options.only and key not in options.only:
