@@ -47,13 +47,12 @@ def saving_excludes_batch_rampup(config: Draft) -> None:
 
 
 def top_p_in_range(config: Draft) -> None:
-    """Top-p is a probability mass threshold; it matters only when logits are saved."""
+    """Top-p is a probability mass in (0, 1]; Megatron does not check it, so only warn."""
     top_p = config.logits_save_top_p
     if config.logits_save_dir is not None and top_p is not None and not 0.0 < top_p <= 1.0:
-        config.error(
-            f"--logits-save-top-p {top_p:g} is outside (0, 1]",
-            flags=("logits_save_top_p",),
-            hint="use a value above 0 and at most 1, or omit it to keep all top-k entries")
+        config.warn(
+            f"--logits-save-top-p {top_p:g} is outside (0, 1], the range of a probability mass",
+            flags=("logits_save_top_p",))
 
 
 #: Every distillation check, in Megatron's order.
