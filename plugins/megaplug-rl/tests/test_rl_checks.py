@@ -199,6 +199,17 @@ def test_intervals_on_rollout_boundaries(flag: str) -> None:
     assert rl_problems(BASE + [flag, "4"]) == []
 
 
+@pytest.mark.parametrize("flag", ["--exit-interval", "--save-interval"])
+@pytest.mark.parametrize("empty", [["--grpo-prompts-per-step", "0"], ["--grpo-group-size", "0"],
+                                   ["--grpo-iterations", "0"]])
+def test_intervals_with_empty_rollout_phases(flag: str, empty: list[str]) -> None:
+    # Megatron takes the interval modulo the phase's iteration count (0 here) and fails.
+    [problem] = rl_problems(BASE + empty + [flag, "4"])
+    assert f"{flag} 4 cannot be aligned with GRPO inference phases" in problem
+    assert "= 0)" in problem
+    assert rl_problems(BASE + empty) == []
+
+
 def test_optimizer_offload_needs_an_optimizer() -> None:
     argv = BASE + ["--skip-train", "--rl-offload-optimizer-during-inference"]
     [problem] = rl_problems(argv + ["--no-load-optim"])

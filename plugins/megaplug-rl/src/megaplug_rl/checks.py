@@ -205,13 +205,25 @@ def intervals_on_rollout_boundaries(config: Draft) -> None:
     """Rollouts are not checkpointed, so exits and saves happen only after a whole phase."""
     gbs = config.get("global_batch_size")
     samples = samples_per_rollout_phase(config)
-    if not gbs or samples % gbs or samples < gbs:
+    if not gbs or samples % gbs:
         return  # the batch check above reports this; no phase length to compare with
     steps = samples // gbs
     for dest, spelling in (("exit_interval", "--exit-interval"),
                            ("save_interval", "--save-interval")):
         value = config.get(dest)
-        if value is not None and value % steps:
+        if value is None:
+            continue
+        if steps == 0:
+            # Megatron divides the interval by the phase length and fails on zero.
+            config.error(
+                f"{spelling} {value} cannot be aligned with GRPO inference phases that "
+                f"generate no rollouts (--grpo-prompts-per-step {config.grpo_prompts_per_step}"
+                f" x --grpo-group-size {config.grpo_group_size} x --grpo-iterations "
+                f"{config.grpo_iterations} = 0)",
+                flags=(spelling, "grpo_prompts_per_step", "grpo_group_size", "grpo_iterations"),
+                hint="make --grpo-prompts-per-step, --grpo-group-size and --grpo-iterations "
+                     f"positive, or drop {spelling}")
+        elif value % steps:
             config.error(
                 f"{spelling} {value} is not a multiple of the {steps} training iterations "
                 f"of one GRPO inference phase ({samples} rollouts / --global-batch-size {gbs})",
