@@ -38,6 +38,15 @@ def test_layer_freq_rejects_non_patterns(resolve, text):
     assert any("--moe-layer-freq" in p.message for p in info.value.problems)
 
 
+def test_layer_freq_pattern_rejects_zero_padded_numbers(resolve):
+    # Megatron evaluates the pattern with Python, where 01 is a syntax error (00 is not).
+    with pytest.raises(megaplug.ConfigError) as info:
+        resolve("--moe-layer-freq", "[01]*4")
+    assert any("'01'" in p.message for p in info.value.problems)
+    assert resolve("--moe-layer-freq", "[1]*00+[0,10]").moe_layer_freq == [0, 10]
+    assert resolve("--moe-layer-freq", "01").moe_layer_freq == 1  # int('01') outside a list
+
+
 def test_freq_type_accepts_ints_from_config_files():
     assert moe_freq_type(4) == 4
     assert moe_freq_type([1, 0]) == [1, 0]
