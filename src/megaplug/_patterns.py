@@ -18,7 +18,12 @@ Value = Union[int, list]
 MAX_LENGTH = 1_000_000
 MAX_INT = 10**12
 
-_TOKEN = re.compile(r"\s*(?:([0-9]+)|(\S))")
+#: A run of digits and underscores; whether it is a valid literal is checked separately
+#: so the message can say what is wrong with it.
+_TOKEN = re.compile(r"\s*(?:([0-9][0-9_]*)|(\S))")
+#: Python's decimal integer literal: no leading zeros (``0``, ``00`` and ``1_000`` are
+#: fine, ``01`` is not), single underscores between digits.
+_DECIMAL = re.compile(r"[1-9](?:_?[0-9])*|0(?:_?0)*")
 
 
 class PatternError(ValueError):
@@ -35,6 +40,12 @@ def _tokens(text: str) -> list[tuple[str, str, int]]:
         number, symbol = match.groups()
         start = match.start(1) if number is not None else match.start(2)
         if number is not None:
+            if not _DECIMAL.fullmatch(number):
+                # Megatron evaluates patterns as Python, which refuses such a literal
+                why = ("a number other than 0 cannot start with 0" if number[0] == "0"
+                       and "_" not in number else "misplaced '_'")
+                raise PatternError(f"invalid number {number!r} at position {start} in "
+                                   f"{text!r}: {why}")
             tokens.append(("int", number, start))
         elif symbol in "[]()+*,":
             tokens.append((symbol, symbol, start))

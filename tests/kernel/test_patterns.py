@@ -57,6 +57,7 @@ def test_generated_expressions_match_their_reference_value(expression):
     ("4", 4),
     (" [0, 1 ,] * 2 ", [0, 1, 0, 1]),
     ("2*[1]", [1, 1]),
+    ("[1_0, 0, 00]", [10, 0, 0]),  # Python's literals: underscores, and zero spelled twice
 ])
 def test_known_patterns(text, value):
     assert parse_pattern(text) == value
@@ -72,6 +73,10 @@ def test_known_patterns(text, value):
     ("", "empty pattern"),
     ("1.5", "unexpected character '.'"),
     ("-1", "unexpected character '-'"),
+    ("[01]*3", "invalid number '01' at position 1 in '[01]*3': a number other than 0 cannot start with 0"),
+    ("[1,007]", "invalid number '007'"),
+    ("[1__0]", "invalid number '1__0' at position 1 in '[1__0]': misplaced '_'"),
+    ("[10_]", "misplaced '_'"),
     (f"[1]*{MAX_LENGTH + 1}", "expands to"),
     ("[1]*10000000000000", "too large"),
 ])
