@@ -23,7 +23,7 @@ def test_flags_parse(resolve):
     assert r.rotary_scaling_factor == 40.0 and r.attention_latent_norm_epsilon == 1e-6
 
 
-@pytest.mark.parametrize("pattern", ["MDM-", "M-M-|MDM-", "M*M*/D-"])
+@pytest.mark.parametrize("pattern", ["MDM-", "M-M-|MDM-", "M*M*/D-", "M+M-", "M*M*/+-"])
 def test_hybrid_pattern_with_mla_layers_enables_mla(resolve, pattern):
     r = resolve("--hybrid-layer-pattern", pattern)
     assert r.multi_latent_attention is True

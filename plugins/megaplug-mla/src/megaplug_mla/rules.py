@@ -6,10 +6,10 @@ from typing import Callable
 
 from megaplug import Draft
 
-#: Hybrid-pattern layer symbols whose attention uses MLA projections ('D': DeepSeek
-#: sparse attention). Plain attention ('*'), Mamba ('M'), GDN ('G'), MLP ('-') and
-#: MoE ('E') do not.
-MLA_ATTENTION_SYMBOLS = frozenset("D")
+#: Hybrid-pattern layer symbols whose attention uses MLA projections ('+': MLA, 'D':
+#: DeepSeek sparse attention). Plain attention ('*'), Mamba ('M'), GDN ('G'), MLP ('-')
+#: and MoE ('E') do not. ('+' counts wherever a pattern language accepts it.)
+MLA_ATTENTION_SYMBOLS = frozenset("+D")
 
 #: Separates the main pattern from the multi-token-prediction patterns.
 MTP_SEPARATOR = "/"
