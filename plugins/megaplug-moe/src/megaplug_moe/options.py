@@ -23,10 +23,6 @@ LOAD_BALANCING_TYPES = (
 )
 
 
-#: A zero-padded non-zero number (``01``), which Python (and so Megatron) does not accept.
-_ZERO_PADDED = re.compile(r"(?<!\d)0+[1-9]\d*")
-
-
 def moe_freq_type(text: Union[str, int]) -> Union[int, list]:
     """Parse ``--moe-layer-freq``: ``N`` (one MoE layer every N layers) or a 0/1 list pattern.
 
@@ -38,11 +34,6 @@ def moe_freq_type(text: Union[str, int]) -> Union[int, list]:
     if isinstance(text, list):
         return text
     if "[" in text:
-        literal = _ZERO_PADDED.search(text)
-        if literal is not None:
-            # Megatron evaluates the pattern as Python, where such a literal does not parse.
-            raise ValueError(f"{literal.group()!r} in {text!r}: a number other than 0 cannot "
-                             "start with 0")
         try:
             value = parse_pattern(text)
         except PatternError as exc:
