@@ -94,6 +94,16 @@ def test_use_checkpoint_args_without_a_checkpoint_warns_like_megatron(tmp_path):
                                       "--exit-on-missing-checkpoint"], environ=ENV, target=target())
 
 
-def test_use_checkpoint_args_needs_load():
-    with pytest.raises(megaplug.ConfigError, match="--use-checkpoint-args needs a checkpoint"):
+def test_use_checkpoint_args_needs_load_said_once():
+    with pytest.raises(megaplug.ConfigError) as info:
         parse_and_validate_args(argv=[*BASE, "--use-checkpoint-args"], environ=ENV, target=target())
+    said = [str(p) for p in info.value.problems if "checkpoint" in p.message]
+    assert said == ["[checkpointing] --use-checkpoint-args needs --load or --pretrained-checkpoint "
+                    "(hint: add --load DIR with the checkpoint whose arguments to use)"]
+
+
+def test_use_checkpoint_args_from_caller_defaults_needs_load_too():
+    with pytest.raises(megaplug.ConfigError,
+                       match=r"use_checkpoint_args \(from the caller's defaults\) needs a checkpoint"):
+        parse_and_validate_args(argv=BASE, environ=ENV, target=target(),
+                                args_defaults={"use_checkpoint_args": True})

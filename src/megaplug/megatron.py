@@ -158,15 +158,21 @@ def _load_checkpoint_args(args: argparse.Namespace, sink: ProblemSink) -> None:
     from . import _checkpoint
 
     sink.current_plugin = "checkpointing"
+    # The checkpointing plugin's validation reports these when the flag is given; only a
+    # request made through args_defaults alone is reported here, so nothing is said twice.
+    asked_by_caller_only = not getattr(args, "use_checkpoint_args", False)
     if getattr(args, "load", None) is None and getattr(args, "pretrained_checkpoint", None) is None:
-        sink.error("--use-checkpoint-args needs a checkpoint to read",
-                   flags=("--use-checkpoint-args", "--load"),
-                   hint="add --load DIR (or --pretrained-checkpoint DIR)")
+        if asked_by_caller_only:
+            sink.error("use_checkpoint_args (from the caller's defaults) needs a checkpoint to "
+                       "read", flags=("--load",),
+                       hint="add --load DIR (or --pretrained-checkpoint DIR)")
         return
     if getattr(args, "non_persistent_ckpt_type", None) == "local":
-        sink.error("--use-checkpoint-args cannot read local non-persistent checkpoints",
-                   flags=("--use-checkpoint-args", "--non-persistent-ckpt-type"),
-                   hint="use --non-persistent-ckpt-type global, or pass the arguments explicitly")
+        if asked_by_caller_only:
+            sink.error("use_checkpoint_args (from the caller's defaults) cannot read local "
+                       "non-persistent checkpoints", flags=("--non-persistent-ckpt-type",),
+                       hint="use --non-persistent-ckpt-type global, or pass the arguments "
+                            "explicitly")
         return
     kernel: Kernel = getattr(args, _KERNEL_ATTR)
     allowed = _checkpoint.enum_types(
