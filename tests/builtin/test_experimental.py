@@ -33,6 +33,8 @@ def test_pattern_layers_segments_and_mtp_depths():
     piped = parse_hybrid_pattern(PATTERN4)
     assert (piped.layer_count, piped.pipeline_segments, piped.has_pipes) == (44, 4, True)
     assert parse_hybrid_pattern("M*").mtp is None
+    # '+' is a multi-latent attention layer, as in Megatron's pattern symbols
+    assert parse_hybrid_pattern("M+M+/+-").layer_count == 4
 
 
 @pytest.mark.parametrize("text, message", [
@@ -52,6 +54,10 @@ def test_unified_pattern_repeats_the_legacy_mtp_pattern():
 
 
 # -- hybrid pattern derivations ------------------------------------------------------------------
+
+
+def test_mla_layers_count_like_any_layer():
+    assert resolve(["--hybrid-layer-pattern", "M+M+M+M+"]).num_layers == 8
 
 
 def test_pattern_sets_the_number_of_layers():

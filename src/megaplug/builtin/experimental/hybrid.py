@@ -1,8 +1,8 @@
 """The hybrid layer pattern language (``--hybrid-layer-pattern``).
 
 A pattern is one symbol per layer: ``M`` Mamba, ``G`` gated delta net, ``*`` attention,
-``D`` DeepSeek sparse attention, ``-`` MLP, ``E`` mixture of experts. ``|`` splits the
-main pattern into pipeline segments (an explicit pipeline layout, possibly several
+``D`` DeepSeek sparse attention, ``+`` multi-latent attention, ``-`` MLP, ``E`` mixture of
+experts. ``|`` splits the main pattern into pipeline segments (an explicit pipeline layout, possibly several
 segments per pipeline rank), and ``/`` appends multi-token-prediction (MTP) depths: in
 ``"M*M*|M-M-/M*/M*"`` the main model is ``M*M*|M-M-`` (8 layers in 2 segments) and there
 are two MTP depths of pattern ``M*``. All MTP depths repeat the same pattern.
@@ -18,6 +18,7 @@ LAYER_SYMBOLS = {
     "G": "gated delta net",
     "*": "attention",
     "D": "DeepSeek sparse attention",
+    "+": "multi-latent attention",
     "-": "MLP",
     "E": "mixture of experts",
 }

@@ -41,8 +41,8 @@ class ExperimentalOptions:
     hybrid_layer_pattern: Optional[str] = Flag(
         default=None,
         help="One symbol per layer of a hybrid model (M Mamba, G gated delta net, * attention, "
-             "D sparse attention, - MLP, E experts); '|' splits pipeline segments and '/' "
-             "appends MTP depths, e.g. 'M-M*-|M-M*-/MM/MM'.")
+             "D sparse attention, + multi-latent attention, - MLP, E experts); '|' splits "
+             "pipeline segments and '/' appends MTP depths, e.g. 'M-M*-|M-M*-/MM/MM'.")
     hybrid_override_pattern: Optional[str] = Flag(
         default=None,
         help="Deprecated spelling of --hybrid-layer-pattern.")
