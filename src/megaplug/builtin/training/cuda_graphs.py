@@ -18,7 +18,8 @@ _MIGRATIONS: dict[str, tuple[str, str]] = {
 def normalize_retired_switches(config: Draft) -> None:
     """--enable-cuda-graph / --external-cuda-graph become --cuda-graph-impl local / transformer_engine.
 
-    The switches stay in the result (Megatron keeps them too), only their meaning moves.
+    A switch that was used leaves the result, as Megatron deletes it once translated; an
+    unused one stays (False).
     """
     local, external = config.enable_cuda_graph, config.external_cuda_graph
     if (local or external) and config.cuda_graph_impl != "none":
@@ -34,8 +35,9 @@ def normalize_retired_switches(config: Draft) -> None:
         used, impl = ("--enable-cuda-graph", "local") if local else \
             ("--external-cuda-graph", "transformer_engine")
         config.warn(f"{used} is deprecated; use --cuda-graph-impl {impl}", flags=(used,))
-        config.set("cuda_graph_impl", impl, reason=f"{used} is retired",
-                   inputs=("enable_cuda_graph" if local else "external_cuda_graph",))
+        switch = "enable_cuda_graph" if local else "external_cuda_graph"
+        config.set("cuda_graph_impl", impl, reason=f"{used} is retired", inputs=(switch,))
+        config.discard(switch)
 
 
 def normalize_retired_scope_flag(config: Draft) -> None:
