@@ -7,9 +7,7 @@ flag: they are derived from the weight-shard counts.
 
 
 from dataclasses import field
-from typing import Optional
-
-from typing_extensions import Annotated
+from typing import Annotated, Optional
 
 from megaplug import Computed, Flag, options
 

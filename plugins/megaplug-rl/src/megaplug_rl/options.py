@@ -2,9 +2,7 @@
 
 
 from dataclasses import field
-from typing import Literal, Optional
-
-from typing_extensions import Annotated
+from typing import Annotated, Literal, Optional
 
 from megaplug import Computed, Flag, options
 

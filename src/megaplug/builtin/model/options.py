@@ -7,9 +7,7 @@ parser exactly, including its quirks (``--onnx-safe`` takes a ``bool(...)`` of i
 
 
 from dataclasses import field
-from typing import Literal, Optional
-
-from typing_extensions import Annotated
+from typing import Annotated, Literal, Optional
 
 from megaplug import Flag, options
 

@@ -2,9 +2,7 @@
 
 
 from dataclasses import field
-from typing import Any, Literal, Optional
-
-from typing_extensions import Annotated
+from typing import Annotated, Any, Literal, Optional
 
 from megaplug import Computed, Flag, FromEnv, options
 
