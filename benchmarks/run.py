@@ -208,6 +208,22 @@ def bench_list(repeat: int) -> None:
     target("megaplug list <= 150 ms", f"{median * 1e3:.1f} ms", median <= 0.150)
 
 
+def bench_discovery_cache(repeat: int) -> None:
+    print("\n4b. entry-point discovery: the on-disk cache against a scan per process")
+    data = case(CONFIGS["dense GPT"])
+    command = [*megaplug_command(), "resolve", "--format", "json", "--", *data["argv"]]
+    # both through env(1), so the only difference is the variable
+    samples = interleaved({
+        "cached": ["env", "MEGAPLUG_NO_CACHE=0", *command],
+        "scanned": ["env", "MEGAPLUG_NO_CACHE=1", *command],
+    }, repeat, dict(os.environ, **data["env"]))
+    for name, values in samples.items():
+        print(f"  resolve, entry points {name:<8} {stats(values)}")
+    gain = statistics.median(samples["scanned"]) - statistics.median(samples["cached"])
+    print(f"  the cache saves {gain * 1e3:.1f} ms per process")
+    target("entry-point cache saves time per process", f"{gain * 1e3:.1f} ms", gain > 0)
+
+
 # -- 5. scaling with synthetic plugins --------------------------------------------------
 
 def synthetic_plugins(count: int, flags_per_plugin: int = 20) -> list[object]:
@@ -367,10 +383,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--write", metavar="FILE", help="also write the results as Markdown")
-    parser.add_argument("--only", nargs="*", help="run only these sections (1-7)")
+    parser.add_argument("--only", nargs="*", help="run only these sections (1-7, 4b)")
     options = parser.parse_args()
     sections = {"1": bench_import, "2": bench_resolve_process, "3": bench_resolve_in_process,
-                "4": bench_list, "5": bench_scaling, "6": bench_side_effects,
+                "4": bench_list, "4b": bench_discovery_cache, "5": bench_scaling,
+                "6": bench_side_effects,
                 "7": bench_torch_types}
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, repeat={options.repeat}")
     for key, function in sections.items():
