@@ -21,10 +21,17 @@ def test_scope_default_follows_the_impl(resolve, impl, scope):
     assert resolved.source("inference_cuda_graph_scope").plugin == "inference"
 
 
-@pytest.mark.parametrize("scope", ["none", "layer", "block"])
-def test_local_allows_every_scope(resolve, scope):
+@pytest.mark.parametrize("scope", ["layer", "block"])
+def test_local_allows_layer_and_block_scopes(resolve, scope):
     resolved = resolve("--cuda-graph-impl", "local", "--inference-cuda-graph-scope", scope)
     assert resolved.inference_cuda_graph_scope is Scope[scope]
+
+
+def test_local_graphs_always_capture_inference(problems):
+    # megatron.core allows only layer and block with the local implementation
+    assert problems("--cuda-graph-impl", "local", "--inference-cuda-graph-scope", "none") == [
+        "--inference-cuda-graph-scope none is not supported with --cuda-graph-impl local "
+        "(supported: layer, block)"]
 
 
 @pytest.mark.parametrize("impl, scope", [
@@ -37,8 +44,8 @@ def test_other_impls_reject_inference_scopes(problems, impl, scope):
         "(supported: none)"]
 
 
-def test_explicit_none_is_accepted_everywhere(problems):
-    for impl in ("none", "local", "transformer_engine", "full_iteration"):
+def test_explicit_none_is_accepted_without_local_graphs(problems):
+    for impl in ("none", "transformer_engine", "full_iteration"):
         assert problems("--cuda-graph-impl", impl, "--inference-cuda-graph-scope", "none") == []
 
 

@@ -12,10 +12,11 @@ from megaplug import Draft
 
 from .enums import InferenceCudaGraphScope as Scope
 
-#: Inference captures graphs only with Megatron's own (local) implementation.
+#: Inference captures graphs only with Megatron's own (local) implementation, and with it
+#: always does: per layer or per block (megatron.core's table of allowed scopes).
 ALLOWED_SCOPES: dict[str, frozenset[Scope]] = {
     "none": frozenset({Scope.none}),
-    "local": frozenset({Scope.none, Scope.layer, Scope.block}),
+    "local": frozenset({Scope.layer, Scope.block}),
     "transformer_engine": frozenset({Scope.none}),
     "full_iteration": frozenset({Scope.none}),
 }
@@ -60,7 +61,9 @@ def check_scope_allowed(config: Draft) -> None:
         return
     names = ", ".join(member.name for member in Scope if member in allowed)
     hint = ("use --cuda-graph-impl local for inference CUDA graphs"
-            if scope is not Scope.none else f"choose one of {names}")
+            if scope is not Scope.none else
+            f"choose {' or '.join(m.name for m in Scope if m in allowed)}, or leave the scope "
+            "unset (local graphs capture each layer)")
     config.error(f"--inference-cuda-graph-scope {scope.name} is not supported with "
                  f"--cuda-graph-impl {impl} (supported: {names})",
                  flags=("inference_cuda_graph_scope", "cuda_graph_impl"), hint=hint)
