@@ -88,6 +88,16 @@ def test_negative_sizes_follow_megatrons_arithmetic():
     assert any("--tensor-model-parallel-size is -2" in w for w in warnings_of(resolved))
 
 
+def test_a_negative_world_size_follows_megatrons_arithmetic_too():
+    # -8 // 2 == -4 data-parallel ranks; Megatron's checks then use Python's modulo
+    env = {**ENV, "WORLD_SIZE": "-8"}
+    resolved = resolve(["--tensor-model-parallel-size", "2"], env=env)
+    assert resolved.data_parallel_size == -4
+    assert any("WORLD_SIZE is -8" in w for w in warnings_of(resolved))
+    assert "WORLD_SIZE is 0; a job needs at least one process" in messages(
+        [], env={**ENV, "WORLD_SIZE": "0"})
+
+
 # -- GTP weight shards and sequence shards (as the gtp plugin leaves them) ------------------
 
 

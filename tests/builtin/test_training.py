@@ -110,6 +110,20 @@ def test_global_batch_size_must_be_positive():
     assert "--global-batch-size 0 must be positive" in messages("--global-batch-size", "0")
 
 
+def test_a_derived_global_batch_must_be_positive_too():
+    # a negative WORLD_SIZE gives negative data-parallel ranks, as in Megatron's arithmetic
+    text = messages(env={"WORLD_SIZE": "-8", "RANK": "0"})
+    assert ("the global batch size defaults to micro batch size x data-parallel size = -16, "
+            "which is not positive") in text
+
+
+def test_eval_batches_use_pythons_modulo_with_negative_data_parallel_ranks():
+    # 32 % (2 * -8) == 0 passes, 40 % (2 * -8) == -8 does not, as Megatron computes them
+    assert resolve("--global-batch-size", "32", env={"WORLD_SIZE": "-8"}).global_batch_size == 32
+    assert "eval_global_batch_size (40) must be divisible" in messages(
+        "--global-batch-size", "40", env={"WORLD_SIZE": "-8"})
+
+
 def test_eval_batch_sizes_default_to_training_ones():
     resolved = resolve("--global-batch-size", "32")
     assert (resolved.eval_global_batch_size, resolved.eval_micro_batch_size) == (32, 2)

@@ -26,12 +26,13 @@ def _shown(values: list[int]) -> str:
 
 
 def sizes_are_usable(config: Draft) -> bool:
-    """Whether the size arithmetic can run: a positive world and no zero size.
+    """Whether the size arithmetic can run: a non-zero world and no zero size.
 
-    Negative sizes are usable: Megatron's validation does plain integer arithmetic on
-    them (``8 % -1 == 0``, ``8 // -1 == -8``), and megaplug resolves them the same way.
+    Negative sizes (and a negative WORLD_SIZE) are usable: Megatron's validation does
+    plain integer arithmetic on them (``8 % -1 == 0``, ``8 // -1 == -8``), and megaplug
+    resolves them the same way.
     """
-    return config.world_size >= 1 and all(config[name] != 0 for name in SIZE_FLAGS)
+    return config.world_size != 0 and all(config[name] != 0 for name in SIZE_FLAGS)
 
 
 def user_context_parallel_size(config: Draft) -> int:
@@ -68,15 +69,20 @@ def derive_parallel_sizes(config: Draft) -> None:
 
 
 def check_process_identity(config: Draft) -> None:
-    """WORLD_SIZE must be positive; a RANK outside [0, WORLD_SIZE) is only suspicious.
+    """WORLD_SIZE 0 is refused; a negative one, or a RANK outside [0, WORLD_SIZE), is only
+    suspicious.
 
-    Megatron reads RANK without checking it (only process-group set-up would fail), so a
-    resolve for another rank's view is not refused here.
+    Megatron divides by WORLD_SIZE's consequences when it is 0, but resolves a negative one
+    with plain integer arithmetic, and reads RANK without checking it (only process-group
+    set-up would fail); megaplug resolves what Megatron resolves and says what is odd.
     """
     world, rank = config.world_size, config.rank
-    if world < 1:
-        config.error(f"WORLD_SIZE is {world}; a job needs at least one process",
+    if world == 0:
+        config.error("WORLD_SIZE is 0; a job needs at least one process",
                      flags=("WORLD_SIZE",), hint="set WORLD_SIZE to the number of processes")
+    elif world < 0:
+        config.warn(f"WORLD_SIZE is {world}; a job has at least one process (resolved with "
+                    "Megatron's arithmetic)", flags=("WORLD_SIZE",))
     if rank < 0:
         config.warn(f"RANK is {rank}; ranks start at 0", flags=("RANK",))
     elif world >= 1 and rank >= world:

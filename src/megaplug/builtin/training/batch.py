@@ -48,8 +48,10 @@ def derive_global_batch_size(config: Draft) -> None:
     if config.global_batch_size is not None or micro is None or micro <= 0:
         return
     ranks = batch_parallel_size(config)
-    if not ranks or ranks <= 0:
+    if not ranks:
         return  # the parallel plugin reports the impossible layout
+    # a negative data-parallel size (negative WORLD_SIZE) gives a negative batch, which the
+    # positivity check then refuses, as Megatron's assert does
     config.set("global_batch_size", micro * ranks,
                reason="one micro batch per data-parallel rank",
                inputs=("micro_batch_size", "data_parallel_size"))
@@ -83,11 +85,18 @@ def check_micro_batch_size(config: Draft) -> None:
 def check_global_batch_size(config: Draft) -> None:
     """The global batch size, given or derived, must be positive."""
     size = config.global_batch_size
-    if size is not None and size <= 0:
+    if size is None or size > 0:
+        return
+    if config.given("global_batch_size"):
         config.error(f"--global-batch-size {size} must be positive",
                      flags=("global_batch_size",),
                      hint="use a positive global batch size, or leave it out to default to "
                           "micro batch size times data-parallel size")
+    else:
+        config.error(f"the global batch size defaults to micro batch size x data-parallel "
+                     f"size = {size}, which is not positive",
+                     flags=("micro_batch_size", "data_parallel_size", "WORLD_SIZE"),
+                     hint="check WORLD_SIZE and the parallel sizes, or give --global-batch-size")
 
 
 def check_step_schedule_excludes_global_batch(config: Draft) -> None:
@@ -110,8 +119,6 @@ def check_eval_batch_divisibility(config: Draft) -> None:
         return  # Megatron stops at the training batch sizes, reported above
     remat = _gtp_weight_remat_size(config)
     ranks = batch_parallel_size(config) or int(data_parallel) * remat
-    if ranks <= 0:
-        return
     names = ("--eval-global-batch-size", "--eval-micro-batch-size") \
         if "eval_global_batch_size" in config else ("--global-batch-size", "--micro-batch-size")
     step = eval_micro * ranks
