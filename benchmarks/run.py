@@ -180,7 +180,8 @@ def bench_resolve_in_process(repeat: int) -> None:
     del discovery, load
     for label, path in CONFIGS.items():
         data = case(path)
-        phases: dict[str, list[float]] = {p: [] for p in ("parse", "normalize", "derive", "validate")}
+        phases: dict[str, list[float]] = {
+            p: [] for p in ("parse", "normalize", "derive", "validate")}
         totals = []
         for _ in range(repeat * 5):
             target_env = TargetEnvironment(packages=dict(data["assume"]["packages"]),
@@ -242,7 +243,8 @@ def synthetic_plugins(count: int, flags_per_plugin: int = 20) -> list[object]:
         first = f"{name}_f0"
 
         class Plugin:
-            megaplug_plugin = PluginInfo(name=name, after=(f"synthetic{index - 1:04d}",) if index else ())
+            megaplug_plugin = PluginInfo(name=name,
+                                         after=(f"synthetic{index - 1:04d}",) if index else ())
 
             @hookimpl
             def add_args(self, flags, options=options):
@@ -292,7 +294,8 @@ def bench_scaling(repeat: int) -> None:
     per_flag_small = (medians[100] - medians[10]) / (90 * 20)
     per_flag_large = (medians[1000] - medians[100]) / (900 * 20)
     ratio = per_flag_large / per_flag_small if per_flag_small > 0 else float("inf")
-    target("100->1,000 step per flag <= 12x the 10->100 step per flag", f"{ratio:.2f}x", ratio <= 12)
+    target("100->1,000 step per flag <= 12x the 10->100 step per flag", f"{ratio:.2f}x",
+           ratio <= 12)
 
 
 # -- 6. import side effects --------------------------------------------------------------
@@ -401,7 +404,8 @@ def main() -> int:
     print(f"\n{len(RESULTS) - len(failed)}/{len(RESULTS)} targets met")
     if options.write:
         lines = ["| target | measured | verdict |", "|---|---|---|"]
-        lines += [f"| {name} | {value} | {'PASS' if ok else 'FAIL'} |" for name, value, ok in RESULTS]
+        lines += [f"| {name} | {value} | {'PASS' if ok else 'FAIL'} |"
+                  for name, value, ok in RESULTS]
         Path(options.write).write_text(Path(options.write).read_text().split("<!-- results -->")[0]
                                        + "<!-- results -->\n" + "\n".join(lines) + "\n"
                                        if Path(options.write).exists() else "\n".join(lines) + "\n")

@@ -122,7 +122,8 @@ class SelfAttention(nn.Module):
                                      bias=config.add_bias_linear)
         self.dropout = config.attention_dropout
 
-    def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor,
+                rope: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor:
         batch, seq, _ = x.shape
         qkv = self.linear_qkv(x)
         q, k, v = qkv.split([self.heads * self.head_dim, self.groups * self.head_dim,
@@ -174,7 +175,8 @@ class TransformerLayer(nn.Module):
         self.mlp = MLP(config)
         self.dropout = nn.Dropout(config.hidden_dropout)
 
-    def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor,
+                rope: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor:
         x = x + self.dropout(self.self_attention(self.input_layernorm(x), rope))
         return x + self.dropout(self.mlp(self.pre_mlp_layernorm(x)))
 
@@ -224,7 +226,8 @@ class GPTModel(nn.Module):
         for layer in self.layers:
             x = layer(x, rope)
         x = self.final_layernorm(x)
-        weight = self.output_layer.weight if self.output_layer is not None else self.word_embeddings.weight
+        weight = (self.output_layer.weight if self.output_layer is not None
+                  else self.word_embeddings.weight)
         return F.linear(x, weight)
 
 

@@ -318,7 +318,7 @@ def batch(tokens: Any, starts: Any, seq_length: int) -> tuple[Any, Any]:
 
 
 def global_batch_starts(tokens: Any, seed: int, step: int, size: int, seq_length: int) -> Any:
-    """Window starts of one global batch; a pure function of (seed, step), the same on every rank."""
+    """Window starts of one global batch; a pure function of (seed, step), the same on every rank."""  # noqa: E501
     import torch
 
     generator = torch.Generator().manual_seed(seed * 1_000_003 + step)
@@ -676,7 +676,8 @@ def evaluate(model: Any, valid: Any, args: argparse.Namespace, dist: Dist, num_m
 
 
 def train_step(model: Any, optimizer: Any, main: MainParams, schedule: LRSchedule,
-               batches: list[tuple[Any, Any]], args: argparse.Namespace, dist: Dist) -> tuple[float, float, float]:
+               batches: list[tuple[Any, Any]], args: argparse.Namespace,
+               dist: Dist) -> tuple[float, float, float]:
     """One optimizer step over this rank's micro-batches; returns (loss, lr, grad norm)."""
     import torch
 
@@ -772,7 +773,8 @@ def train_loop(args: argparse.Namespace, dist: Dist, model: Any, optimizer: Any,
                        f"{evaluate(model, valid_tokens, args, dist, num_micro):.4f}")
         if args.save and args.save_interval and iteration % args.save_interval == 0:
             save(args, dist, iteration, model, optimizer, main, schedule, gbs)
-    if args.save and iteration > start and not (args.save_interval and iteration % args.save_interval == 0):
+    if (args.save and iteration > start
+            and not (args.save_interval and iteration % args.save_interval == 0)):
         save(args, dist, iteration, model, optimizer, main, schedule, gbs)
     summary = {"iterations": iteration - start, "last_iteration": iteration,
                "first_loss": losses[0] if losses else None,

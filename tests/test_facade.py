@@ -28,7 +28,8 @@ def target():
 def test_parse_then_validate_in_place():
     args = parse_args(argv=BASE, environ=ENV)
     assert args.world_size == 4 and args.rank == 0
-    assert args.global_batch_size is None and args._is_global_batch_size_explicitly_specified is False
+    assert (args.global_batch_size is None
+            and args._is_global_batch_size_explicitly_specified is False)
     same = validate_args(args, {"tokenizer_type": "GPT2BPETokenizer"}, target=target(), environ=ENV)
     assert same is args
     assert args.data_parallel_size == 4 and args.global_batch_size == 8
@@ -104,6 +105,7 @@ def test_use_checkpoint_args_needs_load_said_once():
 
 def test_use_checkpoint_args_from_caller_defaults_needs_load_too():
     with pytest.raises(megaplug.ConfigError,
-                       match=r"use_checkpoint_args \(from the caller's defaults\) needs a checkpoint"):
+                       match=r"use_checkpoint_args \(from the caller's defaults\) "
+                             r"needs a checkpoint"):
         parse_and_validate_args(argv=BASE, environ=ENV, target=target(),
                                 args_defaults={"use_checkpoint_args": True})

@@ -39,7 +39,8 @@ def _by_option(table):
     return {option: spec for spec in table for option in spec.option_strings}
 
 
-@pytest.mark.parametrize("fact", INVENTORY, ids=[f["dest"] + ":" + f["option_strings"][0] for f in INVENTORY])
+@pytest.mark.parametrize("fact", INVENTORY,
+                         ids=[f["dest"] + ":" + f["option_strings"][0] for f in INVENTORY])
 def test_flag_matches_megatron(table, fact):
     specs = _by_option(table)
     spec = specs.get(fact["option_strings"][0])

@@ -140,7 +140,8 @@ def test_vocab_padding_follows_megatron() -> None:
 
 
 @pytest.mark.parametrize("style, step, expected", [
-    ("constant", 1, 0.5), ("linear", 2, 1.0), ("constant", 10, 1.0), ("linear", 6, 0.55), ("cosine", 6, 0.55),
+    ("constant", 1, 0.5), ("linear", 2, 1.0), ("constant", 10, 1.0),
+    ("linear", 6, 0.55), ("cosine", 6, 0.55),
     ("cosine", 3, 0.1 + 0.9 * 0.5 * (math.cos(math.pi / 8) + 1)), ("linear", 11, 0.1),
     ("linear", 50, 0.1)])
 def test_learning_rate_schedule(style: str, step: int, expected: float) -> None:

@@ -40,7 +40,14 @@ _EXPORTS = {
     "resolve": "._api",
 }
 
-__all__ = sorted([*_EXPORTS, "__version__"])
+# Spelled out (sorted, as before) rather than computed from _EXPORTS, so that linters and
+# type checkers see the re-exports; tests/kernel/test_exports.py keeps the two in step.
+__all__ = [
+    "Computed", "ConfigError", "Draft", "Flag", "FlagDeclarations", "FromEnv", "PatternError",
+    "PluginError", "PluginInfo", "Problem", "Provenance", "Requirement", "Resolved",
+    "TargetEnvironment", "TorchDType", "__version__", "enum_by_name", "hookimpl", "load",
+    "options", "parse_pattern", "resolve",
+]
 
 
 def __getattr__(name: str) -> object:

@@ -110,7 +110,8 @@ def plugin_enum_types(modules: Iterable[Any]) -> list[type]:
         if module is None or not any(name == p or name.startswith(p + ".") for p in packages):
             continue
         for value in list(vars(module).values()):
-            if isinstance(value, type) and issubclass(value, enum.Enum) and value.__module__ == name:
+            if (isinstance(value, type) and issubclass(value, enum.Enum)
+                    and value.__module__ == name):
                 found[value] = None
     return list(found)
 

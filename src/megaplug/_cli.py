@@ -287,7 +287,8 @@ def _target(options: argparse.Namespace):
         else:
             major, _, minor = capability.partition(".")
             if not major.isdigit() or (minor and not minor.isdigit()):
-                raise _UsageError(f"--assume-device-capability expects MAJOR.MINOR, got {capability!r}")
+                raise _UsageError("--assume-device-capability expects MAJOR.MINOR, "
+                                  f"got {capability!r}")
             target.device_capability = (int(major), int(minor or 0))
     return target
 
@@ -369,7 +370,8 @@ def _cmd_explain(options: argparse.Namespace, args: list[str]) -> int:
         print(f"flags:     {', '.join(spellings)}")
     if spec.env:
         print(f"env:       {spec.env}")
-    print(f"kind:      {spec.kind}" + (f" ({spec.argparse_action.lstrip('_')})" if spec.kind == "flag" else ""))
+    print(f"kind:      {spec.kind}"
+          + (f" ({spec.argparse_action.lstrip('_')})" if spec.kind == "flag" else ""))
     print(f"type:      {spec.type_name or '-'}" + (f", nargs={spec.nargs}" if spec.nargs else ""))
     print(f"default:   {json.dumps(encode(spec.default))}")
     if spec.choices is not None:

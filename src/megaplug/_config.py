@@ -176,7 +176,8 @@ class Draft:
 
     # -- changing --------------------------------------------------------------------
 
-    def set(self, name: str, value: Any, *, reason: str = "", inputs: tuple[str, ...] | list[str] = ()) -> None:
+    def set(self, name: str, value: Any, *, reason: str = "",
+            inputs: tuple[str, ...] | list[str] = ()) -> None:
         """Change a value, recording who changed it, why and from what."""
         self._check_writable(name)
         if name not in self._values and name not in self._table:
@@ -295,7 +296,7 @@ class Resolved:
         return given
 
     def to_namespace(self, *, torch_types: bool = False) -> argparse.Namespace:
-        """A plain ``argparse.Namespace`` copy; ``torch_types`` turns dtypes into ``torch.dtype``."""
+        """A plain ``argparse.Namespace`` copy; ``torch_types`` turns dtypes into ``torch.dtype``."""  # noqa: E501
         values = dict(self._values)
         if torch_types:
             from ._values import to_torch

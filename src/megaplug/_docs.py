@@ -84,7 +84,8 @@ def render_plugin(kernel: Any, name: str) -> str:
         lines += [record.info.description, ""]
     lines += [
         f"- distribution: {record.distribution or record.source}",
-        f"- runs after: {', '.join(record.after) or '-'}; before: {', '.join(record.before) or '-'}",
+        f"- runs after: {', '.join(record.after) or '-'}; "
+        f"before: {', '.join(record.before) or '-'}",
         f"- hooks: {', '.join(record.hooks) or '-'}",
         "",
         "| setting | flags | type | default | choices | notes |",

@@ -41,7 +41,8 @@ class Kernel:
     called any number of times. Not thread-safe: use one kernel per thread.
     """
 
-    def __init__(self, plugins: PluginSet, *, extra_args_provider: Callable[[Any], Any] | None = None) -> None:
+    def __init__(self, plugins: PluginSet, *,
+                 extra_args_provider: Callable[[Any], Any] | None = None) -> None:
         self.plugins = plugins
         self.table = FlagTable()
         self.setup_problems: list[Problem] = []
@@ -185,7 +186,7 @@ class Kernel:
         target: TargetEnvironment | None = None,
         ignore_unknown: bool = False,
     ) -> Resolved:
-        """Resolve a command line (plus files, environment, caller defaults) or raise ConfigError."""
+        """Resolve a command line (plus files, environment, caller defaults) or raise ConfigError."""  # noqa: E501
         draft, sink = self.parse(argv, config_files=config_files, defaults=defaults,
                                  environ=environ, target=target, ignore_unknown=ignore_unknown)
         return self.finish(draft, sink)
@@ -253,9 +254,11 @@ class Kernel:
                                                previous=provenance.get(spec.dest), value=value)
 
     def _config_value(self, spec: FlagSpec, raw: Any) -> Any:
-        if spec.action in ("store_true", "store_false", "boolean_optional") and not isinstance(raw, bool):
+        if (spec.action in ("store_true", "store_false", "boolean_optional")
+                and not isinstance(raw, bool)):
             raise ValueError(f"expected true or false, got {raw!r}")
-        if spec.action in ("store_true", "store_false") and str(spec.dest) != str(spec.option_strings[0]).lstrip("-").replace("-", "_"):
+        if (spec.action in ("store_true", "store_false")
+                and str(spec.dest) != str(spec.option_strings[0]).lstrip("-").replace("-", "_")):
             # keyed by dest, a boolean is the value itself (``masked_softmax_fusion: false``)
             return raw
         if spec.nargs in ("+", "*") or isinstance(spec.nargs, int):
@@ -469,7 +472,8 @@ def _invoke(impl: Any, argument: Any) -> Any:
 
 def _argparse_strings(spec: FlagSpec) -> tuple[str, ...]:
     if spec.action == "boolean_optional":
-        return tuple(o for o in spec.option_strings if not o.startswith("--no-")) or spec.option_strings
+        return (tuple(o for o in spec.option_strings if not o.startswith("--no-"))
+                or spec.option_strings)
     return spec.option_strings
 
 

@@ -19,7 +19,6 @@ from typing import Annotated, Any, Callable, Sequence, get_args, get_origin
 
 from ._record import MutableRecord, Record
 
-
 MISSING: Any = dataclasses.MISSING
 
 #: Action names a flag may use; argparse classes are mapped onto these.
@@ -247,7 +246,7 @@ class FlagSpec(MutableRecord):
 
 
 def enum_by_name(enum_class: type[enum.Enum]) -> Callable[[str], enum.Enum]:
-    """A ``type=`` callable that parses an enum member by name (``'flash'`` -> ``AttnBackend.flash``)."""
+    """A ``type=`` callable that parses an enum member by name (``'flash'`` -> ``AttnBackend.flash``)."""  # noqa: E501
 
     def parse(text: str) -> enum.Enum:
         name = text.split(".", 1)[1] if text.startswith(enum_class.__name__ + ".") else text
@@ -557,7 +556,8 @@ def _options_init(self: Any, **values: Any) -> None:
             raise TypeError(f"{type(self).__name__}() missing setting {field.name!r}")
         object.__setattr__(self, field.name, value)
     if values:
-        raise TypeError(f"{type(self).__name__}() got unknown settings: {', '.join(sorted(values))}")
+        raise TypeError(f"{type(self).__name__}() got unknown settings: "
+                        f"{', '.join(sorted(values))}")
 
 
 def _options_repr(self: Any) -> str:

@@ -30,7 +30,7 @@ _DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
 
 
 def parse_version(text: str) -> tuple[int, ...]:
-    """A comparable tuple of the leading numeric release parts (``'2.17.1+cu12'`` -> ``(2, 17, 1)``)."""
+    """A comparable tuple of the leading numeric release parts (``'2.17.1+cu12'`` -> ``(2, 17, 1)``)."""  # noqa: E501
     parts = []
     for piece in re.split(r"[.+-]", text):
         match = re.match(r"\d+", piece)
@@ -88,7 +88,7 @@ class TargetEnvironment(MutableRecord):
         return found is not None and parse_version(found) >= parse_version(minimum)
 
     def requirement_problem(self, import_name: str, minimum: str | None = None) -> str | None:
-        """``None`` when satisfied, else ``'requires X >= v, found w'`` / ``'... not installed'``."""
+        """``None`` when satisfied, else ``'requires X >= v, found w'`` / ``'... not installed'``."""  # noqa: E501
         found = self.package_version(import_name)
         wanted = f"{import_name} >= {minimum}" if minimum else import_name
         if found is None:

@@ -196,8 +196,10 @@ def _apply_one_checkpoint(args: argparse.Namespace, kernel: Kernel, load_dir: st
         path = _checkpoint.checkpoint_file(load_dir)
     except _checkpoint.CheckpointArgsError as exc:
         if getattr(args, "exit_on_missing_checkpoint", False):
-            sink.error(str(exc), flags=("--use-checkpoint-args", flag, "--exit-on-missing-checkpoint"),
-                       hint=f"point {flag} at a checkpoint directory, or drop --exit-on-missing-checkpoint")
+            sink.error(str(exc),
+                       flags=("--use-checkpoint-args", flag, "--exit-on-missing-checkpoint"),
+                       hint=f"point {flag} at a checkpoint directory, "
+                            "or drop --exit-on-missing-checkpoint")
         else:
             sink.warn(f"{exc}; keeping the arguments as given", flags=(flag,))
         return

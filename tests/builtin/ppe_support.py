@@ -34,7 +34,8 @@ class _NeighbourOptions:
     use_torch_fsdp2: bool = False
     optimizer: str = "adam"
     ckpt_format: str = "torch_dist"
-    check_for_nan_in_loss_and_grad: Annotated[bool, Flag("--no-check-for-nan-in-loss-and-grad")] = True
+    check_for_nan_in_loss_and_grad: Annotated[
+        bool, Flag("--no-check-for-nan-in-loss-and-grad")] = True
     gradient_accumulation_fusion: Annotated[bool, Flag("--no-gradient-accumulation-fusion")] = True
     add_bias_linear: Annotated[bool, Flag("--disable-bias-linear")] = True
     apply_query_key_layer_scaling: bool = False

@@ -39,8 +39,8 @@ def test_the_checkpointing_plugin_declares_63_flags_and_computes_use_dist_ckpt()
 
 def test_optimizer_and_rng_switches_default_to_none():
     resolved = run()
-    assert [resolved[d] for d in ("no_save_optim", "no_save_rng", "no_load_optim", "no_load_rng")] == [
-        None] * 4
+    assert [resolved[d] for d in ("no_save_optim", "no_save_rng",
+                                  "no_load_optim", "no_load_rng")] == [None] * 4
     assert run("--no-load-rng").no_load_rng is True
 
 
@@ -76,7 +76,8 @@ def test_async_save_needs_the_persistent_worker():
     resolved = run("--async-save")
     assert resolved.async_save is False
     assert resolved.async_strategy == "mcore"
-    assert "--async-save needs --use-persistent-ckpt-worker; saving synchronously" in warnings_of(resolved)
+    assert ("--async-save needs --use-persistent-ckpt-worker; saving synchronously"
+            in warnings_of(resolved))
 
 
 def test_async_save_with_the_persistent_worker_keeps_nvrx():
@@ -187,7 +188,8 @@ def test_replication_needs_a_jump_and_local_checkpoints():
         "--replication needs --replication-jump",
         "--replication needs --non-persistent-ckpt-type local (got None)",
     ]
-    resolved = run("--replication", "--replication-jump", "2", "--non-persistent-ckpt-type", "local",
+    resolved = run("--replication", "--replication-jump", "2",
+                   "--non-persistent-ckpt-type", "local",
                    "--non-persistent-local-ckpt-dir", "/l", nvidia_resiliency_ext="0.4.1")
     assert resolved.replication_jump == 2
 

@@ -30,7 +30,8 @@ def test_an_explicit_split_is_kept_and_no_data_path_means_no_split():
 
 def test_data_path_and_data_args_path_exclude_each_other():
     found = problems(["--data-path", "a", "--data-args-path", "paths.txt"])
-    assert [p.message for p in found] == ["--data-path and --data-args-path cannot be used together"]
+    assert [p.message for p in found] == [
+        "--data-path and --data-args-path cannot be used together"]
     assert found[0].plugin == "data" and found[0].flags == ("--data-path", "--data-args-path")
 
 
@@ -51,7 +52,8 @@ def test_only_one_data_source():
 
 
 def test_phase_transition_iterations_are_parsed_and_sorted():
-    assert resolve(["--phase-transition-iterations", "300, 100,200"]).phase_transition_iterations == [100, 200, 300]
+    assert (resolve(["--phase-transition-iterations", "300, 100,200"]).phase_transition_iterations
+            == [100, 200, 300])
     assert resolve([]).phase_transition_iterations is None
 
 

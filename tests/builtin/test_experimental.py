@@ -115,7 +115,7 @@ def test_malformed_pattern_is_reported_once():
                                        "layer symbol 'Q'")
 
 
-# -- deprecated spellings ---------------------------------------------------------------------------
+# -- deprecated spellings ------------------------------------------------------------------------
 
 
 def test_hybrid_override_pattern_is_forwarded():
@@ -144,7 +144,7 @@ def test_legacy_mtp_pattern_is_kept_without_mtp_layers_or_with_a_unified_pattern
     assert unified.hybrid_layer_pattern == "M*/M*"
 
 
-# -- the pattern defines the pipeline -----------------------------------------------------------------
+# -- the pattern defines the pipeline ------------------------------------------------------------
 
 
 @pytest.mark.parametrize("flag", [
@@ -186,7 +186,8 @@ def test_low_precision_optimizer_state_without_the_optimizer_warns():
     resolved = resolve(["--exp-avg-dtype", "bf16"])
     assert any("--exp-avg-dtype take effect only with --use-precision-aware-optimizer" in w
                for w in warnings_of(resolved))
-    assert warnings_of(resolve(["--exp-avg-dtype", "bf16", "--use-precision-aware-optimizer"])) == []
+    assert warnings_of(resolve(["--exp-avg-dtype", "bf16",
+                                "--use-precision-aware-optimizer"])) == []
 
 
 def test_yaml_cfg_is_refused_with_a_way_forward():

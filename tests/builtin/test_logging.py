@@ -27,7 +27,8 @@ def test_malformed_numbers_are_rejected():
 
 
 def test_logging_defaults_and_spellings():
-    resolved = resolve(["--no-barrier-with-level-1-timing", "--disable-log-loss-scale-to-tensorboard",
+    resolved = resolve(["--no-barrier-with-level-1-timing",
+                        "--disable-log-loss-scale-to-tensorboard",
                         "--no-one-logger", "--validation-set-names", "a", "b",
                         "--multiple-validation-sets"])
     assert resolved.barrier_with_L1_time is False
@@ -44,6 +45,7 @@ def test_settings_without_their_switch_are_pointed_out():
     resolved = resolve(["--validation-set-names", "a", "--otel-service-name", "svc",
                         "--log-timers-to-tensorboard"])
     notes = warnings_of(resolved)
-    assert "[logging] --validation-set-names has no effect without --multiple-validation-sets" in notes
+    assert ("[logging] --validation-set-names has no effect without --multiple-validation-sets"
+            in notes)
     assert "[logging] --otel-service-name has no effect without --otel-enabled" in notes
     assert "[logging] --log-timers-to-tensorboard has no effect without --tensorboard-dir" in notes

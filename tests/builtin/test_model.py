@@ -95,8 +95,10 @@ def test_onnx_safe_keeps_megatrons_bool_of_the_text():
 
 def test_yarn_rounding_has_a_positive_and_a_negative_spelling():
     assert resolve(BASE).yarn_correction_range_round_to_int is None
-    assert resolve(with_base("--yarn-correction-range-round-to-int")).yarn_correction_range_round_to_int is True
-    assert resolve(with_base("--no-yarn-correction-range-round-to-int")).yarn_correction_range_round_to_int is False
+    assert (resolve(with_base("--yarn-correction-range-round-to-int"))
+            .yarn_correction_range_round_to_int is True)
+    assert (resolve(with_base("--no-yarn-correction-range-round-to-int"))
+            .yarn_correction_range_round_to_int is False)
 
 
 def test_list_flags():
@@ -118,7 +120,8 @@ def test_num_layers_fills_encoder_num_layers():
 def test_encoder_num_layers_fills_num_layers():
     argv = without("--num-layers") + ["--encoder-num-layers", "6", "--decoder-num-layers", "6"]
     resolved = resolve(argv)
-    assert (resolved.num_layers, resolved.encoder_num_layers, resolved.decoder_num_layers) == (6, 6, 6)
+    assert (resolved.num_layers, resolved.encoder_num_layers,
+            resolved.decoder_num_layers) == (6, 6, 6)
 
 
 def test_num_layers_and_encoder_num_layers_exclude_each_other():
@@ -176,7 +179,8 @@ def test_kv_channels_is_hidden_size_over_heads():
 def test_heads_must_divide_the_hidden_size_unless_kv_channels_is_given():
     found = problems(["--num-layers", "2", "--hidden-size", "512", "--num-attention-heads", "6",
                       "--max-position-embeddings", "128"])
-    assert [p.message for p in found] == ["--hidden-size 512 is not divisible by --num-attention-heads 6"]
+    assert [p.message for p in found] == [
+        "--hidden-size 512 is not divisible by --num-attention-heads 6"]
     assert found[0].plugin == "model"
     assert found[0].hint.startswith("use a head count that divides 512 (e.g. 16, 32, 64, 128)")
     accepted = resolve(["--num-layers", "2", "--hidden-size", "512", "--num-attention-heads", "6",
@@ -189,7 +193,8 @@ def test_kv_channels_follow_megatron_arithmetic_for_odd_head_counts():
     base = ["--num-layers", "2", "--hidden-size", "512", "--max-position-embeddings", "128"]
     assert resolve([*base, "--num-attention-heads", "-8"]).kv_channels == -64
     found = problems([*base, "--num-attention-heads", "0"])
-    assert [p.message for p in found] == ["--hidden-size 512 is not divisible by --num-attention-heads 0"]
+    assert [p.message for p in found] == [
+        "--hidden-size 512 is not divisible by --num-attention-heads 0"]
 
 
 # -- biases, rotary and softmax adjustments ---------------------------------------------
@@ -249,14 +254,16 @@ def test_qk_clip_needs_transformer_engine_2_9():
 
 
 def test_qk_clip_alpha_and_threshold_ranges():
-    assert messages(with_base("--qk-clip", "--qk-clip-alpha", "1.0", "--qk-clip-threshold", "0")) == [
+    assert messages(with_base("--qk-clip", "--qk-clip-alpha", "1.0",
+                              "--qk-clip-threshold", "0")) == [
         "--qk-clip-alpha 1.0 must lie strictly between 0 and 1",
         "--qk-clip-threshold 0.0 must be positive"]
     resolve(with_base("--qk-clip-alpha", "2"))  # only checked with --qk-clip
 
 
 def test_no_position_embedding_is_only_accepted_with_rope():
-    assert messages(with_base("--no-position-embedding")) == ["--no-position-embedding is deprecated"]
+    assert messages(with_base("--no-position-embedding")) == [
+        "--no-position-embedding is deprecated"]
     resolve(with_base("--no-position-embedding", "--position-embedding-type", "rope"))
     resolve(with_base("--no-position-embedding", "--use-rotary-position-embeddings"))
 

@@ -68,7 +68,8 @@ def test_every_differing_flag_is_named(config_file):
 
 
 def test_the_query_group_count_follows_n_heads_in_group(config_file):
-    argv = MATCHING[:MATCHING.index("--num-query-groups")] + MATCHING[MATCHING.index("--num-query-groups") + 2:]
+    argv = (MATCHING[:MATCHING.index("--num-query-groups")]
+            + MATCHING[MATCHING.index("--num-query-groups") + 2:])
     found = messages(argv + ["--heterogeneous-layers-config-path", str(config_file)])
     assert "--num-query-groups is 1 but the config needs 2" in found[0]
 
@@ -99,10 +100,12 @@ def test_invalid_json_and_missing_entries_are_reported():
     assert "not valid JSON" in messages(
         MATCHING + ["--heterogeneous-layers-config-encoded-json", "{oops"])[0]
     incomplete = {k: v for k, v in HF_CONFIG.items() if k != "rope_theta"}
-    found = messages(MATCHING + ["--heterogeneous-layers-config-encoded-json", json.dumps(incomplete)])
+    found = messages(MATCHING + ["--heterogeneous-layers-config-encoded-json",
+                                 json.dumps(incomplete)])
     assert "lacks a usable entry (KeyError: 'rope_theta')" in found[0]
 
 
 def test_no_config_means_no_check():
-    assert resolve(["--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "8",
-                    "--max-position-embeddings", "128"]).heterogeneous_layers_config_encoded_json is None
+    assert (resolve(["--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "8",
+                     "--max-position-embeddings", "128"])
+            .heterogeneous_layers_config_encoded_json is None)

@@ -219,7 +219,8 @@ def test_model_parallel_size_is_retired_and_dropped():
     assert "model_parallel_size" not in resolve()
     found = problems(["--model-parallel-size", "2"])
     assert [(p.message, p.hint) for p in found] == [
-        ("--model-parallel-size 2 is no longer supported", "use --tensor-model-parallel-size instead")]
+        ("--model-parallel-size 2 is no longer supported",
+         "use --tensor-model-parallel-size instead")]
 
 
 def test_local_rank_defaults_to_the_launcher_variable():
@@ -261,7 +262,8 @@ def test_cuda_device_max_connections_must_be_1_for_tp_before_blackwell():
         "tensor or context parallelism needs the environment variable "
         "CUDA_DEVICE_MAX_CONNECTIONS=1 on this GPU generation (found unset)"]
     assert resolve(["--tensor-model-parallel-size", "2"], env=env, capability=(10, 0))
-    assert resolve(["--tensor-model-parallel-size", "2"], env={**env, "CUDA_DEVICE_MAX_CONNECTIONS": "1"})
+    assert resolve(["--tensor-model-parallel-size", "2"],
+                   env={**env, "CUDA_DEVICE_MAX_CONNECTIONS": "1"})
 
 
 def test_cuda_device_max_connections_is_only_a_warning_with_fsdp():
@@ -334,7 +336,8 @@ def test_without_gloo_the_distributed_optimizer_needs_distributed_checkpoints():
 
 
 def test_mem_efficient_reshardable_optimizer_needs_gloo():
-    argv = ["--dist-ckpt-optim-fully-reshardable", "--distrib-optim-fully-reshardable-mem-efficient"]
+    argv = ["--dist-ckpt-optim-fully-reshardable",
+            "--distrib-optim-fully-reshardable-mem-efficient"]
     assert resolve(argv)
     assert messages([*argv, "--disable-gloo-process-groups"]) == [
         "--distrib-optim-fully-reshardable-mem-efficient needs Gloo process groups"]
@@ -345,7 +348,8 @@ def test_fake_process_group_turns_off_gloo_and_the_nan_check():
     assert resolved.use_gloo_process_groups is False
     assert resolved.check_for_nan_in_loss_and_grad is False
     # the Gloo requirement is judged on what the user chose, as Megatron does
-    assert resolve(["--fake-process-group", "--use-distributed-optimizer", "--ckpt-format", "torch"])
+    assert resolve(["--fake-process-group", "--use-distributed-optimizer",
+                    "--ckpt-format", "torch"])
     assert messages(["--fake-process-group", "--moe-token-dispatcher-type", "flex"]) == [
         "--fake-process-group does not work with --moe-token-dispatcher-type flex"]
 
@@ -366,8 +370,10 @@ def test_delay_wgrad_compute_requirements():
 
 def test_delay_wgrad_compute_with_cuda_graphed_attention():
     argv = ["--delay-wgrad-compute", "--cuda-graph-modules", "attn"]
-    found = messages([*argv, "--no-gradient-accumulation-fusion"], packages={"transformer_engine": "2.11"})
-    assert "CUDA graphs with --delay-wgrad-compute requires transformer_engine >= 2.12.0, found 2.11" in found
+    found = messages([*argv, "--no-gradient-accumulation-fusion"],
+                     packages={"transformer_engine": "2.11"})
+    assert ("CUDA graphs with --delay-wgrad-compute requires transformer_engine >= 2.12.0, "
+            "found 2.11" in found)
     assert any("need gradient accumulation fusion" in m for m in found)
     assert any("do not support attention biases" in m for m in found)
     assert resolve([*argv, "--disable-bias-linear"]).delay_wgrad_compute
@@ -380,7 +386,8 @@ def test_declares_the_computed_values_megatron_adds():
     kernel, _ = megaplug.load([], environ={"MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD": "1"},
                               builtins=[parallel])
     kinds = {spec.dest: spec.kind for spec in kernel.table if spec.plugin == "parallel"}
-    assert kinds["data_parallel_size"] == kinds["virtual_pipeline_model_parallel_size"] == "computed"
+    assert (kinds["data_parallel_size"] == kinds["virtual_pipeline_model_parallel_size"]
+            == "computed")
     assert kinds["transformer_pipeline_model_parallel_size"] == "computed"
     assert kinds["rank"] == kinds["world_size"] == "env"
     assert "batch_parallel_size" not in kinds  # Megatron's namespace has no such key

@@ -69,8 +69,10 @@ def test_grad_reduce_in_bf16_keeps_bf16_reduction():
 
 
 def test_bf16_main_grads_are_not_accumulated_in_fp32():
-    assert resolve(["--bf16", "--main-grads-dtype", "bf16"]).accumulate_allreduce_grads_in_fp32 is False
-    found = problems(["--bf16", "--main-grads-dtype", "bf16", "--accumulate-allreduce-grads-in-fp32"])
+    assert (resolve(["--bf16", "--main-grads-dtype", "bf16"]).accumulate_allreduce_grads_in_fp32
+            is False)
+    found = problems(["--bf16", "--main-grads-dtype", "bf16",
+                      "--accumulate-allreduce-grads-in-fp32"])
     assert [p.message for p in found] == [
         "--accumulate-allreduce-grads-in-fp32 needs fp32 main gradients, but --main-grads-dtype "
         "is bfloat16"]
@@ -82,7 +84,8 @@ def test_fp32_accumulation_turns_off_fp32_accumulating_reduce_scatters():
     assert resolved.ddp_reduce_scatter_with_fp32_accumulation is False
     assert resolved.gtp_remat_reduce_scatter_with_fp32_accumulation is False
     assert sum("already reduces in fp32" in w for w in warnings_of(resolved)) == 2
-    kept = resolve(["--bf16", "--grad-reduce-in-bf16", "--ddp-reduce-scatter-with-fp32-accumulation"])
+    kept = resolve(["--bf16", "--grad-reduce-in-bf16",
+                    "--ddp-reduce-scatter-with-fp32-accumulation"])
     assert kept.ddp_reduce_scatter_with_fp32_accumulation is True
 
 
@@ -96,7 +99,8 @@ def test_query_key_layer_scaling_computes_softmax_in_fp32():
 
 
 def test_output_dtypes_become_torch_dtypes():
-    resolved = resolve(["--output-logit-dtype", "fp32", "--mamba-training-ssm-states-dtype", "bf16"])
+    resolved = resolve(["--output-logit-dtype", "fp32",
+                        "--mamba-training-ssm-states-dtype", "bf16"])
     assert encode(resolved.logit_dtype) == "torch.float32"
     assert encode(resolved.mamba_training_ssm_states_dtype) == "torch.bfloat16"
     assert resolve().logit_dtype is None
@@ -156,7 +160,7 @@ def test_fp8_with_block_scoped_inference_graphs():
                    packages={"flashinfer": "0.7"})
 
 
-# -- mixed-precision options ------------------------------------------------------------------------
+# -- mixed-precision options ---------------------------------------------------------------------
 
 
 def test_fp16_cross_entropy_needs_fp16():

@@ -66,12 +66,14 @@ def test_unlisted_class_is_refused(tmp_path):
 
 
 def test_missing_tracker_is_a_clear_error(tmp_path):
-    with pytest.raises(CheckpointArgsError, match="latest_checkpointed_iteration.txt does not exist"):
+    with pytest.raises(CheckpointArgsError,
+                       match="latest_checkpointed_iteration.txt does not exist"):
         checkpoint_file(tmp_path)
 
 
 def test_megatron_rules_fill_and_force():
-    values = {"num_layers": 2, "hidden_size": None, "swiglu": False, "tensor_model_parallel_size": 1}
+    values = {"num_layers": 2, "hidden_size": None, "swiglu": False,
+              "tensor_model_parallel_size": 1}
     saved = argparse.Namespace(num_layers=8, hidden_size=128, swiglu=True,
                                tensor_model_parallel_size=4, disable_bias_linear=True)
     changed = apply_checkpoint_args(values, saved, version=3.0, use_parallel_layout=True)
@@ -80,7 +82,8 @@ def test_megatron_rules_fill_and_force():
     assert values["swiglu"] is True             # architecture: forced
     assert values["add_bias_linear"] is False   # converted from disable_bias_linear
     assert values["tensor_model_parallel_size"] == 4
-    assert set(changed) == {"hidden_size", "swiglu", "add_bias_linear", "tensor_model_parallel_size"}
+    assert set(changed) == {"hidden_size", "swiglu", "add_bias_linear",
+                            "tensor_model_parallel_size"}
 
 
 def test_enum_types_are_collected_from_defaults_and_choices():

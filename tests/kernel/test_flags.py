@@ -88,14 +88,16 @@ def test_unknown_flag_gets_a_suggestion(make_kernel):
 
 def test_mutually_exclusive_flags(make_kernel):
     with pytest.raises(ConfigError, match="--recipe and --recipe-file cannot be used together"):
-        make_kernel(Core(), Argparsey()).resolve(["--recipe", "1", "--recipe-file", "x"], environ={})
+        make_kernel(Core(), Argparsey()).resolve(["--recipe", "1", "--recipe-file", "x"],
+                                                 environ={})
 
 
 def test_deprecated_spelling_warns_and_migrates_with_provenance(make_kernel):
     resolved = make_kernel(Core()).resolve(["--old-lr", "0.5"], environ={})
     assert resolved.lr == 0.5 and "old_lr" not in resolved
     assert any("--old-lr is deprecated: use --lr" in str(w) for w in resolved.warnings)
-    assert resolved.source("lr").describe() == "normalized by core from old_lr (--old-lr is deprecated)"
+    assert (resolved.source("lr").describe()
+            == "normalized by core from old_lr (--old-lr is deprecated)")
 
 
 @dataclass
@@ -111,7 +113,8 @@ def test_two_plugins_reading_one_environment_variable_is_an_error(make_kernel):
         def add_args(self, flags):
             flags.add_options(OtherRankReader)
 
-    with pytest.raises(ConfigError, match="plugins 'core' and 'reader' both read the environment variable RANK"):
+    with pytest.raises(ConfigError, match="plugins 'core' and 'reader' both read the "
+                                          "environment variable RANK"):
         make_kernel(Core(), Reader()).resolve([], environ={})
 
 
@@ -123,7 +126,8 @@ def test_options_decorator_makes_a_cheap_dataclass():
     @options
     class Small:
         width: Annotated[int, Flag(help="Width.")] = 4
-        names: Annotated[list, Flag(nargs="+", help="Names.")] = dataclasses.field(default_factory=list)
+        names: Annotated[list, Flag(nargs="+", help="Names.")] = dataclasses.field(
+            default_factory=list)
 
     assert dataclasses.is_dataclass(Small)
     made = Small(width=8)
@@ -239,6 +243,7 @@ def test_markers_compare_hash_and_show_by_value():
     assert Flag("--x", help="X.") != Flag("--y", help="X.")
     assert hash(FromEnv("RANK")) == hash(FromEnv("RANK"))
     assert Computed("a") != FromEnv("a")
-    assert repr(Flag("--x", help="X.", default=3)) == "Flag(option_strings=('--x',), help='X.', default=3)"
+    assert (repr(Flag("--x", help="X.", default=3))
+            == "Flag(option_strings=('--x',), help='X.', default=3)")
     with pytest.raises(ValueError, match="unknown action 'stor'"):
         Flag(action="stor")

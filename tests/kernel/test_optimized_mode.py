@@ -15,7 +15,8 @@ HERE = Path(__file__).resolve().parent
 @pytest.mark.skipif(sys.flags.optimize > 0, reason="already running under -O")
 def test_validation_tests_pass_under_python_dash_o():
     modules = [str(HERE / "test_pipeline.py"), str(HERE / "test_flags.py")]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
+    env = dict(os.environ,
+               PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
     result = subprocess.run(
         [sys.executable, "-O", "-m", "pytest", "-q", "-o", "addopts=--import-mode=importlib",
          "-p", "no:cacheprovider", *modules],

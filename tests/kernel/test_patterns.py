@@ -73,7 +73,8 @@ def test_known_patterns(text, value):
     ("", "empty pattern"),
     ("1.5", "unexpected character '.'"),
     ("-1", "unexpected character '-'"),
-    ("[01]*3", "invalid number '01' at position 1 in '[01]*3': a number other than 0 cannot start with 0"),
+    ("[01]*3", "invalid number '01' at position 1 in '[01]*3': "
+               "a number other than 0 cannot start with 0"),
     ("[1,007]", "invalid number '007'"),
     ("[1__0]", "invalid number '1__0' at position 1 in '[1__0]': misplaced '_'"),
     ("[10_]", "misplaced '_'"),
@@ -81,7 +82,9 @@ def test_known_patterns(text, value):
     ("[1]*10000000000000", "too large"),
 ])
 def test_invalid_patterns_are_rejected_with_a_message(text, message):
-    with pytest.raises(PatternError, match=message.replace("[", r"\[").replace("(", r"\(").replace("*", r"\*").replace(")", r"\)")):
+    with pytest.raises(PatternError,
+                       match=message.replace("[", r"\[").replace("(", r"\(")
+                                    .replace("*", r"\*").replace(")", r"\)")):
         parse_pattern(text)
 
 

@@ -24,7 +24,8 @@ def test_precedence_default_caller_file_env_cli(make_kernel, tmp_path):
     # caller defaults fill only what is still None (Megatron's args_defaults rule)
     assert resolved.hidden_size == 16 and resolved.sizes == [1]
     assert resolved.source("sizes").source == "caller-default"
-    assert any("keeping hidden_size=16 over the caller's default 4" in str(w) for w in resolved.warnings)
+    assert any("keeping hidden_size=16 over the caller's default 4" in str(w)
+               for w in resolved.warnings)
     assert resolved.source("rank").describe() == "environment variable RANK"
     assert resolved.source("mode").describe() == "declared default of core"
 
@@ -62,7 +63,8 @@ def test_derived_values_and_provenance(make_kernel):
     resolved = make_kernel(Core()).resolve(["--hidden-size", "8"], environ={"WORLD_SIZE": "4"})
     assert resolved.ffn_hidden_size == 32
     assert resolved.source("ffn_hidden_size").describe() == "derived by core from hidden_size"
-    assert [p.source for p in resolved.source("ffn_hidden_size").history()] == ["derived", "default"]
+    assert [p.source for p in resolved.source("ffn_hidden_size").history()] == [
+        "derived", "default"]
 
 
 def test_all_problems_from_all_plugins_are_reported_together(make_kernel):

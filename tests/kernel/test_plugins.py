@@ -18,7 +18,8 @@ def test_selection_from_argv_and_environment():
     selection = PluginSelection.from_environment(
         {"MEGAPLUG_PLUGINS": "a.b, c", "MEGAPLUG_DISABLE": "moe,rl",
          "MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD": "1"})
-    rest = selection.take_from_argv(["--x", "1", "-p", "no:mla", "-pextra", "-p", "d", "--", "-p", "y"])
+    rest = selection.take_from_argv(["--x", "1", "-p", "no:mla", "-pextra", "-p", "d",
+                                     "--", "-p", "y"])
     assert selection.load == ["a.b", "c", "extra", "d"]
     assert selection.block == {"moe", "rl", "mla"}
     assert selection.autoload is False
@@ -125,7 +126,8 @@ def test_broken_plugin_is_reported_on_resolve_and_can_be_blocked(fake_entry_poin
     from megaplug._kernel import Kernel
 
     kernel = Kernel(PluginSet(PluginSelection(), builtins=()))
-    with pytest.raises(ConfigError, match="plugin 'shaky' .*distribution megaplug-shaky.* is broken"):
+    with pytest.raises(ConfigError,
+                       match="plugin 'shaky' .*distribution megaplug-shaky.* is broken"):
         kernel.resolve([], environ={})
     kernel = Kernel(PluginSet(PluginSelection(block={"shaky"}), builtins=()))
     assert kernel.resolve([], environ={}).num_layers == 2

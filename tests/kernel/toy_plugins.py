@@ -39,7 +39,8 @@ class CoreOptions:
     partial: Annotated[bool, Flag(action="boolean_optional", help="Partial rollouts.")] = False
     block: Annotated[int, Flag(type=even_int, help="An even number.")] = 2
     secret_knob: Annotated[int, Flag(hidden=True, help="Hidden.")] = 0
-    old_lr: Annotated[Optional[float], Flag("--old-lr", deprecated="use --lr", help="Old spelling.")] = None
+    old_lr: Annotated[Optional[float],
+                      Flag("--old-lr", deprecated="use --lr", help="Old spelling.")] = None
     mode: Annotated[str, Flag(choices=("a", "b"), help="A mode.")] = "a"
     rank: Annotated[int, FromEnv("RANK", help="Process rank.")] = 0
     world_size: Annotated[int, FromEnv("WORLD_SIZE", help="Process count.")] = 1
@@ -93,7 +94,8 @@ class Argparsey:
         group.add_argument("--seed", type=int, default=1234, help="Random seed.")
         group.add_argument("--no-shuffle", action="store_false", dest="shuffle", help="Keep order.")
         group.add_argument("--tag", action="append", help="Tags.")
-        group.add_argument("--flip", action=argparse.BooleanOptionalAction, default=True, help="Flip.")
+        group.add_argument("--flip", action=argparse.BooleanOptionalAction, default=True,
+                           help="Flip.")
         exclusive = flags.add_mutually_exclusive_group()
         exclusive.add_argument("--recipe", type=int, help="Recipe number.")
         exclusive.add_argument("--recipe-file", type=str, help="Recipe file.")
@@ -118,7 +120,8 @@ class Feature:
 
 
 class NeedsMissingPackage:
-    megaplug_plugin = PluginInfo(name="needy", requires=(Requirement("surely_not_installed_pkg_xyz"),))
+    megaplug_plugin = PluginInfo(name="needy",
+                                 requires=(Requirement("surely_not_installed_pkg_xyz"),))
 
     @hookimpl
     def add_args(self, flags):

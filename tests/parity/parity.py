@@ -46,7 +46,8 @@ def _equal(expected: Any, actual: Any) -> bool:
     if isinstance(expected, list) and isinstance(actual, list):
         return len(expected) == len(actual) and all(_equal(e, a) for e, a in zip(expected, actual))
     if isinstance(expected, dict) and isinstance(actual, dict):
-        return expected.keys() == actual.keys() and all(_equal(expected[k], actual[k]) for k in expected)
+        return expected.keys() == actual.keys() and all(_equal(expected[k], actual[k])
+                                                        for k in expected)
     return expected == actual
 
 
@@ -159,13 +160,15 @@ def main(argv: list[str]) -> int:
                     if not filters or any(f in p.stem for f in filters)]
         for outcome in outcomes:
             if outcome.mismatches and (not outcome.ok or verbose):
-                print(f"{'PASS' if outcome.ok else 'FAIL'} {outcome.name} (expect {outcome.expect})")
+                print(f"{'PASS' if outcome.ok else 'FAIL'} {outcome.name} "
+                      f"(expect {outcome.expect})")
                 for line in outcome.mismatches:
                     print("    " + line)
         print(f"{sum(o.ok for o in outcomes)}/{len(outcomes)} cases match on the keys of "
               f"{', '.join(sorted(plugins))}")
         return 0
-    outcomes = [run_case(p) for p in case_files() if not filters or any(f in p.stem for f in filters)]
+    outcomes = [run_case(p) for p in case_files()
+                if not filters or any(f in p.stem for f in filters)]
     for outcome in outcomes:
         if not outcome.ok or verbose:
             print(f"{'PASS' if outcome.ok else 'FAIL'} {outcome.name} (expect {outcome.expect})")

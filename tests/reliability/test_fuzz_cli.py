@@ -20,7 +20,6 @@ import io
 import json
 import os
 from typing import Any
-from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings

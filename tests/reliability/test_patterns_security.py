@@ -42,7 +42,7 @@ def payloads(marker: Path) -> list[str]:
         f"E|(t|)*3,m|L;__import__('os').system('{command}')",
         f"M*-{{__import__('os').system('{command}')}}",
         f"[x for x in [__import__('os').system('{command}')]]",
-        f"().__class__.__base__.__subclasses__()",
+        "().__class__.__base__.__subclasses__()",
         f"open('{marker}', 'w')",
     ]
 

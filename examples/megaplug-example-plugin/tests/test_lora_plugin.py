@@ -159,7 +159,8 @@ def test_dropout_range(dropout: str, ok: bool) -> None:
     if ok:
         assert resolve(*extra).lora_dropout == float(dropout)
     else:
-        assert lora_messages(problems(*extra)) == [f"--lora-dropout {float(dropout)} is outside [0, 1)"]
+        assert lora_messages(problems(*extra)) == [
+            f"--lora-dropout {float(dropout)} is outside [0, 1)"]
 
 
 def test_alpha_must_be_positive() -> None:

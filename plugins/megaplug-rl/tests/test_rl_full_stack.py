@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import pytest
-
 import megaplug
 
 DENSE_GPT = [

@@ -6,7 +6,6 @@ help texts are this plugin's own.
 
 
 import json
-import re
 from typing import Any, Optional, Union
 
 

@@ -1,4 +1,4 @@
-"""Checks of the checkpointing plugin: each a small function that reports through ``config.error``."""
+"""Checks of the checkpointing plugin: each a small function that reports through ``config.error``."""  # noqa: E501
 
 from __future__ import annotations
 
@@ -76,7 +76,8 @@ def check_save_interval(config: Draft) -> None:
         config.error(f"--save-retain-interval {retain} must be a positive multiple of "
                      f"--save-interval {interval}",
                      flags=("save_retain_interval", "save_interval"),
-                     hint=f"use e.g. --save-retain-interval {interval * max(1, retain // interval)}")
+                     hint="use e.g. --save-retain-interval "
+                          f"{interval * max(1, retain // interval)}")
 
 
 def check_torch_dcp(config: Draft) -> None:
@@ -85,7 +86,8 @@ def check_torch_dcp(config: Draft) -> None:
         return
     if not config.get("use_torch_fsdp2"):
         config.error("--ckpt-format torch_dcp is only supported with --use-torch-fsdp2",
-                     flags=("ckpt_format",), hint="add --use-torch-fsdp2, or use --ckpt-format torch_dist")
+                     flags=("ckpt_format",),
+                     hint="add --use-torch-fsdp2, or use --ckpt-format torch_dist")
     for dest in ("tensor_model_parallel_size", "pipeline_model_parallel_size"):
         size = config.get(dest, 1)
         if size > 1:

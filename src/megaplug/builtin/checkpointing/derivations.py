@@ -43,9 +43,11 @@ def check_gloo_free_checkpointing(config: Draft) -> None:
                      "distributed checkpoint format, not --ckpt-format torch",
                      flags=("use_gloo_process_groups", "use_distributed_optimizer", "ckpt_format"),
                      hint="use --ckpt-format torch_dist, or keep the Gloo process groups")
-    if config.dist_ckpt_optim_fully_reshardable and config.distrib_optim_fully_reshardable_mem_efficient:
+    if (config.dist_ckpt_optim_fully_reshardable
+            and config.distrib_optim_fully_reshardable_mem_efficient):
         config.error("--distrib-optim-fully-reshardable-mem-efficient needs Gloo process groups",
-                     flags=("distrib_optim_fully_reshardable_mem_efficient", "use_gloo_process_groups"),
+                     flags=("distrib_optim_fully_reshardable_mem_efficient",
+                            "use_gloo_process_groups"),
                      hint="drop --disable-gloo-process-groups or "
                           "--distrib-optim-fully-reshardable-mem-efficient")
 

@@ -6,7 +6,7 @@ experts. ``|`` splits the main pattern into pipeline segments (an explicit pipel
 segments per pipeline rank), and ``/`` appends multi-token-prediction (MTP) depths: in
 ``"M*M*|M-M-/M*/M*"`` the main model is ``M*M*|M-M-`` (8 layers in 2 segments) and there
 are two MTP depths of pattern ``M*``. All MTP depths repeat the same pattern.
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 

@@ -50,13 +50,15 @@ def check_qk_clip(config: Draft) -> None:
     problem = config.env.requirement_problem("transformer_engine", QK_CLIP_MIN_TE)
     if problem:
         config.error(f"--qk-clip {problem}", flags=("qk_clip",),
-                     hint=f"install Transformer Engine {QK_CLIP_MIN_TE} or later, or drop --qk-clip")
+                     hint=f"install Transformer Engine {QK_CLIP_MIN_TE} or later, "
+                          "or drop --qk-clip")
     if not 0.0 < config.qk_clip_alpha < 1.0:
         config.error(f"--qk-clip-alpha {config.qk_clip_alpha} must lie strictly between 0 and 1",
                      flags=("qk_clip_alpha", "qk_clip"), hint="use e.g. --qk-clip-alpha 0.5")
     if not config.qk_clip_threshold > 0:
         config.error(f"--qk-clip-threshold {config.qk_clip_threshold} must be positive",
-                     flags=("qk_clip_threshold", "qk_clip"), hint="use e.g. --qk-clip-threshold 100")
+                     flags=("qk_clip_threshold", "qk_clip"),
+                     hint="use e.g. --qk-clip-threshold 100")
 
 
 def check_no_position_embedding(config: Draft) -> None:
@@ -82,7 +84,8 @@ def check_mrope_section(config: Draft) -> None:
     if config.position_embedding_type == "mrope" and config.mrope_section is None:
         config.error("--mrope-section should be set when using --position-embedding-type mrope",
                      flags=("mrope_section", "position_embedding_type"),
-                     hint="add --mrope-section with one count per axis, e.g. --mrope-section 16 24 24")
+                     hint="add --mrope-section with one count per axis, "
+                          "e.g. --mrope-section 16 24 24")
 
 
 def check_local_attention_backend(config: Draft) -> None:

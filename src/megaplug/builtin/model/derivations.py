@@ -35,7 +35,8 @@ def derive_layer_counts(config: Draft) -> None:
     if num_layers is not None:
         if encoder is not None:
             config.error(
-                f"--num-layers {num_layers} and --encoder-num-layers {encoder} cannot both be given",
+                f"--num-layers {num_layers} and --encoder-num-layers {encoder} "
+                "cannot both be given",
                 flags=("num_layers", "encoder_num_layers"),
                 hint="give the layer count once, with --num-layers")
             return
@@ -46,7 +47,8 @@ def derive_layer_counts(config: Draft) -> None:
     if encoder is None:
         config.error("the number of layers is not set",
                      flags=("num_layers", "encoder_num_layers"),
-                     hint="add --num-layers N (or --encoder-num-layers N for encoder-decoder models)")
+                     hint="add --num-layers N "
+                          "(or --encoder-num-layers N for encoder-decoder models)")
         return
     config.set("num_layers", encoder, reason="taken from --encoder-num-layers",
                inputs=("encoder_num_layers",))
@@ -82,7 +84,8 @@ def derive_kv_channels(config: Draft) -> None:
         config.error(
             f"--hidden-size {hidden} is not divisible by --num-attention-heads {heads}",
             flags=("hidden_size", "num_attention_heads"),
-            hint=f"use a head count that divides {hidden} (e.g. {', '.join(map(str, divisors[-4:]))}), "
+            hint=f"use a head count that divides {hidden} "
+                 f"(e.g. {', '.join(map(str, divisors[-4:]))}), "
                  "or set --kv-channels explicitly")
         return
     config.set("kv_channels", hidden // heads, reason="hidden size / attention heads",
@@ -118,7 +121,8 @@ def derive_softmax_precision(config: Draft) -> None:
                      ("apply_query_key_layer_scaling",))
 
 
-def _set_foreign(config: Draft, dest: str, value: Any, reason: str, inputs: tuple[str, ...]) -> None:
+def _set_foreign(config: Draft, dest: str, value: Any, reason: str,
+                 inputs: tuple[str, ...]) -> None:
     """Set a setting another plugin declares, when that plugin is installed."""
     if dest in config and config[dest] != value:
         config.set(dest, value, reason=reason, inputs=inputs)

@@ -20,7 +20,7 @@ def normalize_retired_switches(config: Draft) -> None:
 
     A switch that was used leaves the result, as Megatron deletes it once translated; an
     unused one stays (False).
-    """
+    """  # noqa: E501
     local, external = config.enable_cuda_graph, config.external_cuda_graph
     if (local or external) and config.cuda_graph_impl != "none":
         used = "--enable-cuda-graph" if local else "--external-cuda-graph"

@@ -33,7 +33,8 @@ def parse_cuda_graph_module(text: str) -> CudaGraphModuleArg:
         return CudaGraphModule[name]
     except KeyError:
         names = ", ".join(member.name for member in CudaGraphModule)
-        raise ValueError(f"choose from {names} (or leave the list empty for the whole layer)") from None
+        raise ValueError(f"choose from {names} "
+                         "(or leave the list empty for the whole layer)") from None
 
 
 parse_cuda_graph_module.__name__ = "cuda_graph_module"

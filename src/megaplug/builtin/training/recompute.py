@@ -25,7 +25,7 @@ def normalize_checkpoint_activations(config: Draft) -> None:
 
 
 def derive_cpu_offloading(config: Draft) -> None:
-    """Offloading some layers' activations switches CPU offloading on; otherwise the key is absent."""
+    """Offloading some layers' activations switches CPU offloading on; otherwise the key is absent."""  # noqa: E501
     if (config.cpu_offloading_num_layers or 0) > 0:
         config.set("cpu_offloading", True, reason="some layers are offloaded",
                    inputs=("cpu_offloading_num_layers",))
