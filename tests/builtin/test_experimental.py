@@ -150,6 +150,9 @@ def test_legacy_mtp_pattern_is_kept_without_mtp_layers_or_with_a_unified_pattern
 @pytest.mark.parametrize("flag", [
     ["--num-layers-per-virtual-pipeline-stage", "1"],
     ["--num-virtual-stages-per-pipeline-rank", "2"],
+    # a given 0 is still given (Megatron checks `is None`)
+    ["--num-virtual-stages-per-pipeline-rank", "0"],
+    ["--num-layers-per-virtual-pipeline-stage", "0"],
     ["--pipeline-model-parallel-layout", "Et|tL"],
     ["--account-for-embedding-in-pipeline-split"],
     ["--account-for-loss-in-pipeline-split"],

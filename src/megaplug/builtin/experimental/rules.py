@@ -171,7 +171,9 @@ def check_pattern_defines_pipeline(config: Draft) -> None:
     if pattern is None:
         return
     for name, why in PATTERN_DEFINED_PIPELINE:
-        if config.get(name) not in (None, False):
+        value = config.get(name)
+        # identity, not equality: a given 0 is a value (0 == False would hide it)
+        if value is not None and value is not False:
             config.error(f"{config.spelling(name)} cannot be used with --hybrid-layer-pattern",
                          flags=(name, "hybrid_layer_pattern"), hint=f"drop it; {why}")
     if not pattern.has_pipes:
