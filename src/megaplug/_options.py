@@ -43,6 +43,10 @@ _ARGPARSE_ACTION_NAMES = {
 }
 
 
+def _unset(value: Any) -> bool:
+    return value is None or value is False or value is MISSING or value in ("", ())
+
+
 class _Marker(Record):
     """Shared value semantics of the markers: compared, hashed and shown by their fields.
 
@@ -53,8 +57,9 @@ class _Marker(Record):
     __slots__ = ()
 
     def __repr__(self) -> str:
+        # identity and emptiness, not equality: a default of 0 is shown (0 == False)
         shown = (f"{name}={getattr(self, name)!r}" for name in self.__slots__
-                 if getattr(self, name) not in (None, "", (), False, MISSING))
+                 if not _unset(getattr(self, name)))
         return f"{type(self).__name__}({', '.join(shown)})"
 
 
