@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# Install everything from this checkout, then run the whole test suite.
+# Install everything from this checkout, then run the whole test suite: the main tier
+# (Python 3.11 here, torch's CPU build) and the Megatron tier (Python 3.12 with Megatron-LM's
+# released code as the reference; its environment is cached under ~/.cache/megaplug).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . .venv/bin/activate
-python -m pytest "$@"
+status=0
+python -m pytest "$@" || status=$?
+bash scripts/megatron-tier.sh || status=$?
+exit "$status"

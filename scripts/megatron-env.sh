@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Build (or reuse) the Python 3.12 environment holding Megatron-LM's released code
+# (megatron-core's wheel carries megatron/training/), used as the reference by the
+# `-m megatron` test tier. It lives outside the checkout because torch on 3.12 is the
+# registry's CUDA build (~3 GB): CI on the same machine reuses it.
+#
+# Prints the environment's python on stdout; everything else goes to stderr.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MEGATRON_CORE_VERSION="0.19.2"
+TORCH_VERSION="2.14.1"
+ENV_DIR="${MEGAPLUG_MEGATRON_ENV:-$HOME/.cache/megaplug/megatron-core-$MEGATRON_CORE_VERSION-py312}"
+STAMP="$ENV_DIR/.megaplug-stamp"
+# What the environment must hold; a change here rebuilds it.
+WANT="megatron-core==$MEGATRON_CORE_VERSION torch==$TORCH_VERSION numpy packaging pyyaml pluggy pytest sentencepiece tiktoken"
+
+find_python312() {
+    for candidate in "${PYTHON312:-}" python3.12 "$HOME/.pyenv/versions/3.12.1/bin/python3.12" \
+                     /root/.pyenv/versions/3.12.1/bin/python3.12; do
+        [ -n "$candidate" ] || continue
+        if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null; then
+            command -v "$candidate"; return 0
+        fi
+    done
+    return 1
+}
+
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && "$ENV_DIR/bin/python" -c 'import megatron.core, megatron.training.arguments' >/dev/null 2>&1; then
+    echo "$ENV_DIR/bin/python"; exit 0
+fi
+
+PY312="$(find_python312)" || { echo "megatron-env: no Python 3.12 found (set PYTHON312)" >&2; exit 1; }
+echo "megatron-env: building $ENV_DIR with $PY312 (torch's CUDA build, ~3 GB, once)" >&2
+rm -rf "$ENV_DIR"
+mkdir -p "$(dirname "$ENV_DIR")"
+"$PY312" -m venv "$ENV_DIR"
+"$ENV_DIR/bin/python" -m pip install --quiet --upgrade pip >&2
+# shellcheck disable=SC2086
+"$ENV_DIR/bin/python" -m pip install --quiet $WANT >&2
+echo "$WANT" > "$STAMP"
+echo "$ENV_DIR/bin/python"
