@@ -55,6 +55,7 @@ import math
 import os
 import random
 import shlex
+import signal
 import sys
 import time
 import warnings
@@ -491,6 +492,8 @@ def allowed_global(name: str, modules: set[str]) -> Any:
     """The class for a global named in a checkpoint, if the safe loader may construct it."""
     if name == "argparse.Namespace":
         return argparse.Namespace
+    if name == "signal.Signals":  # exit_signal's type, as in Megatron
+        return signal.Signals
     module_name, _, attribute = name.rpartition(".")
     owned = any(module_name == m or module_name.startswith(m + ".") for m in modules)
     if not owned or module_name not in sys.modules:
@@ -528,7 +531,9 @@ def load_args_from_checkpoint(args: argparse.Namespace) -> None:
                             "(latest_checkpointed_iteration.txt is missing)")
     path = checkpoint_file(args.load, iteration)
     saved = vars(safe_load(path)["args"])
-    provenance = getattr(args, "_megaplug_provenance", None)
+    from megaplug.megatron import provenance as provenance_of
+
+    provenance = provenance_of(args)
     for key, force in CHECKPOINT_ARGS:
         value = saved.get(key)
         if value is None or not hasattr(args, key):

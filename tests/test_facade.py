@@ -11,6 +11,7 @@ from megaplug.megatron import (
     add_megatron_arguments,
     parse_and_validate_args,
     parse_args,
+    resolution_warnings,
     validate_args,
 )
 
@@ -76,7 +77,7 @@ def test_args_defaults_fill_only_unset_values():
                                    args_defaults={"tokenizer_type": "GPT2BPETokenizer"},
                                    environ=ENV, target=target())
     assert args.tokenizer_type == "NullTokenizer"
-    assert any("tokenizer_type" in str(w) for w in args._megaplug_warnings)
+    assert any("tokenizer_type" in str(w) for w in resolution_warnings(args))
 
 
 def test_add_megatron_arguments_to_a_plain_parser():
@@ -89,7 +90,7 @@ def test_use_checkpoint_args_without_a_checkpoint_warns_like_megatron(tmp_path):
     args = parse_and_validate_args(argv=[*BASE, "--use-checkpoint-args", "--load", str(tmp_path)],
                                    environ=ENV, target=target())
     assert args.num_layers == 2
-    assert any("no checkpoint found" in str(w) for w in args._megaplug_warnings)
+    assert any("no checkpoint found" in str(w) for w in resolution_warnings(args))
     with pytest.raises(megaplug.ConfigError, match="no checkpoint found"):
         parse_and_validate_args(argv=[*BASE, "--use-checkpoint-args", "--load", str(tmp_path),
                                       "--exit-on-missing-checkpoint"], environ=ENV, target=target())

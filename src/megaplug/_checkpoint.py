@@ -67,12 +67,21 @@ def checkpoint_file(load_dir: str | os.PathLike[str]) -> Path:
 
 
 def load_saved_state(path: Path, allowed: Iterable[type]) -> dict[str, Any]:
-    """``torch.load`` in weights-only mode with an explicit allow-list of extra types."""
+    """``torch.load`` in weights-only mode with an explicit allow-list of extra types.
+
+    Besides ``allowed``: ``signal.Signals`` (``exit_signal``), and for each allowed enum
+    that stands in for a Megatron class (``__megatron_type__``), that class's name read as
+    the stand-in -- a checkpoint saved by Megatron loads without megatron.core installed.
+    """
     import argparse
+    import signal
 
     import torch
 
-    safe = [argparse.Namespace, *allowed]
+    allowed = list(allowed)
+    safe: list[Any] = [argparse.Namespace, signal.Signals, *allowed]
+    safe += [(cls, cls.__megatron_type__.replace(":", ".")) for cls in allowed
+             if isinstance(getattr(cls, "__megatron_type__", None), str)]
     try:
         with torch.serialization.safe_globals(safe):
             state = torch.load(path, map_location="cpu", weights_only=True)

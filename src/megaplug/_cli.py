@@ -320,14 +320,14 @@ def _config_tokens(options: argparse.Namespace) -> list[str]:
 
 
 def _cmd_resolve(options: argparse.Namespace, args: list[str]) -> int:
-    from .megatron import parse_and_validate_args
+    from .megatron import parse_and_validate_args, provenance as provenance_of
 
     target = _target(options)
     namespace = parse_and_validate_args(
         argv=[*_config_tokens(options), *args], environ=os.environ,
         args_defaults=_defaults(options), target=target, torch_types=False)
-    provenance = getattr(namespace, "_megaplug_provenance", {})
-    values = {k: encode(v) for k, v in vars(namespace).items() if not k.startswith("_megaplug")}
+    provenance = provenance_of(namespace)
+    values = {k: encode(v) for k, v in vars(namespace).items()}
     if options.provenance:
         values = {k: provenance[k].to_dict() for k in sorted(values) if k in provenance}
     elif options.given:

@@ -165,6 +165,14 @@ class Draft:
     def source(self, name: str) -> Provenance | None:
         return self._provenance.get(name)
 
+    def to_dict(self) -> dict[str, Any]:
+        """A copy of the current values."""
+        return dict(self._values)
+
+    def provenance(self) -> dict[str, Provenance]:
+        """A copy of the current provenance, by setting."""
+        return dict(self._provenance)
+
     def spelling(self, name: str) -> str:
         """The flag spelling to show the user for a dest (``num_experts`` -> ``--num-experts``)."""
         return self._table.spelling(name)

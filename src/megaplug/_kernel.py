@@ -222,7 +222,7 @@ class Kernel:
         self._apply_command_line(argv, values, provenance, sink, ignore_unknown)
         self._check_mutex(provenance, sink)
         if defaults:
-            self._apply_caller_defaults(defaults, values, provenance, sink)
+            self.apply_caller_defaults(defaults, values, provenance, sink)
         draft = Draft(values, provenance, self.table, sink, target)
         self.timings["parse"] = time.perf_counter() - started
         return draft, sink
@@ -387,9 +387,10 @@ class Kernel:
                     f"{' and '.join(spelled)} cannot be used together", tuple(spelled),
                     hint="keep one of them", plugin=self.table.owner(given[0])))
 
-    def _apply_caller_defaults(self, defaults: Mapping[str, Any], values: dict[str, Any],
-                               provenance: dict[str, Provenance], sink: ProblemSink) -> None:
-        # Megatron's rule for args_defaults: they fill settings that are still None.
+    def apply_caller_defaults(self, defaults: Mapping[str, Any], values: dict[str, Any],
+                              provenance: dict[str, Provenance], sink: ProblemSink) -> None:
+        """Apply a caller's defaults (Megatron's ``args_defaults``) to parsed ``values``:
+        they fill settings that are still None; a different given value wins, with a warning."""
         for key, default in defaults.items():
             current = values.get(key)
             if current is not None:

@@ -66,6 +66,8 @@ def encode(value: Any) -> Any:
     """JSON form of a resolved value: dtypes as ``'torch.x'``, enums as ``'Class.member'``,
     tuples as lists, sets as sorted lists."""
     if value is None or isinstance(value, (bool, int, float, str)):
+        if isinstance(value, enum.IntEnum):
+            return int(value)  # signal.Signals: JSON and Megatron's parity files hold the number
         if isinstance(value, enum.Enum):
             return f"{type(value).__name__}.{value.name}"
         return value

@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 
+import megaplug.megatron
+
 from reliability_support import MINIMAL, resolve_environment
 
 import megaplug
@@ -205,7 +207,7 @@ def test_a_good_checkpoint_applies_its_saved_architecture(tmp_path: Path) -> Non
     assert (args.num_layers, args.hidden_size, args.num_attention_heads) == (4, 128, 8)
     assert args.swiglu is True
     assert args.params_dtype == torch.bfloat16
-    provenance = args._megaplug_provenance["num_layers"]
+    provenance = megaplug.megatron.provenance(args)["num_layers"]
     assert any(step.source == "checkpoint" for step in provenance.history())
 
 
@@ -246,7 +248,7 @@ def test_a_bad_tracker_file_is_a_clear_message(tmp_path: Path, content: str) -> 
     (root / "latest_checkpointed_iteration.txt").write_text(content)
     argv = [*RESUME, *ARCHITECTURE, "--use-checkpoint-args", "--load", str(root)]
     args = parse_and_validate_args(argv=argv, environ={}, target=NO_GPU)
-    assert any("latest_checkpointed_iteration.txt" in str(w) for w in args._megaplug_warnings)
+    assert any("latest_checkpointed_iteration.txt" in str(w) for w in megaplug.megatron.resolution_warnings(args))
     with pytest.raises(megaplug.ConfigError) as info:
         parse_and_validate_args(argv=[*argv, "--exit-on-missing-checkpoint"], environ={},
                                 target=NO_GPU)

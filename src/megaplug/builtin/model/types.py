@@ -21,6 +21,8 @@ _NOT_PATTERN = re.compile(r"[^,\d\[\]\(\)\+\*]")
 class AttnBackend(enum.Enum):
     """Attention implementation; member names are what ``--attention-backend`` accepts."""
 
+    __megatron_type__ = "megatron.core.transformer.enums:AttnBackend"
+
     flash = 1
     fused = 2
     unfused = 3

@@ -10,6 +10,8 @@ from typing import Union
 class CudaGraphModule(enum.Enum):
     """The parts of a layer that may be captured in a CUDA graph (Megatron's names)."""
 
+    __megatron_type__ = "megatron.core.transformer.enums:CudaGraphModule"
+
     attn = 1
     mlp = 2
     moe = 3
@@ -44,7 +46,8 @@ EXIT_SIGNAL_CHOICES: tuple[int, ...] = (*range(1, 32), 34, 64)
 
 
 def parse_exit_signal(text: str) -> int:
-    """Parse a signal name (``SIGTERM``) into its number.
+    """Parse a signal name (``SIGTERM``) into a ``signal.Signals`` member, as Megatron's
+    type is (an ``int`` subclass; a plain number where this platform lacks the name).
 
     Megatron looks the text up as a ``signal.Signals`` member name, so numbers and short
     or lower-case spellings are refused, as there.
@@ -55,7 +58,10 @@ def parse_exit_signal(text: str) -> int:
         member = _LINUX_SIGNALS.get(name)
     if member is None:
         raise ValueError("give a signal name such as SIGTERM or SIGUSR1")
-    return int(member)
+    try:
+        return signal.Signals(member)
+    except ValueError:  # a Linux number this platform does not define
+        return int(member)
 
 
 parse_exit_signal.__name__ = "signal"

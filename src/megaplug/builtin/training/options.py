@@ -1,6 +1,6 @@
 """The training plugin's settings, one dataclass per topic, joined in :class:`TrainingOptions`."""
 
-
+import signal
 from dataclasses import field
 from typing import Annotated, Literal, Optional
 
@@ -60,7 +60,7 @@ class IterationOptions:
         default=False,
         help="Save a checkpoint and stop when the exit signal arrives.")
     exit_signal: int = Flag(
-        default=15,
+        default=signal.SIGTERM,
         type=parse_exit_signal, choices=EXIT_SIGNAL_CHOICES,
         help="Signal that asks training to save and stop, by name such as SIGTERM or SIGUSR1.")
     exit_signal_handler_for_dataloader: bool = Flag(

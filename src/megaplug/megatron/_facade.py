@@ -1,0 +1,226 @@
+"""Megatron's ``parse_args`` / ``validate_args`` / ``parse_and_validate_args`` on megaplug.
+
+The namespace these return is the one Megatron's own functions return: the same keys, and
+values of the same types (megatron.core's enums, torch dtypes, ``signal.Signals``) where
+megatron.core is installed. It holds values only -- it pickles into a checkpoint like
+Megatron's -- and megaplug's provenance and warnings for it are read with
+:func:`provenance` and :func:`resolution_warnings`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+from typing import Any, Callable, Mapping, Sequence
+
+from .. import _errors
+from .._api import load
+from .._config import Draft, Provenance
+from .._errors import Problem, ProblemSink, Warning_
+from .._kernel import Kernel
+from .._sources import take_config_files
+from .._target import TargetEnvironment
+from ._native import from_native, to_native
+from ._provider import ProviderFlags
+from ._state import NamespaceState, remember, state_of
+
+#: Where a value that the caller set on the namespace between parse and validate came from.
+_CALLER_EDIT = "set on the namespace before validate_args"
+
+
+class ConfigError(_errors.ConfigError, AssertionError):
+    """Every problem with the arguments, at once.
+
+    Also an ``AssertionError``: Megatron's own checks are asserts, and code around
+    Megatron (its tests, launchers) catches that.
+    """
+
+
+def parse_args(
+    extra_args_provider: Callable[[Any], Any] | None = None,
+    ignore_unknown_args: bool = False,
+    *,
+    argv: Sequence[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> argparse.Namespace:
+    """Parse the command line (``sys.argv`` by default) like Megatron's ``parse_args``.
+
+    ``rank`` and ``world_size`` come from ``RANK`` / ``WORLD_SIZE``. The namespace is not
+    yet validated; pass it to :func:`validate_args`. Parse problems raise ``ConfigError``.
+    """
+    args = _parse(extra_args_provider, ignore_unknown_args, argv, environ)
+    state = state_of(args)
+    if state is not None and state.problems is not None and state.problems.problems:
+        raise ConfigError(state.problems.problems)
+    return args
+
+
+def _parse(extra_args_provider: Callable[[Any], Any] | None, ignore_unknown_args: bool,
+           argv: Sequence[str] | None, environ: Mapping[str, str] | None,
+           ) -> argparse.Namespace:
+    tokens = list(sys.argv[1:] if argv is None else argv)
+    env = os.environ if environ is None else environ
+    kernel, rest = load(tokens, environ=env)
+    files, rest = take_config_files(rest)
+    if rest[:1] == ["--"]:
+        rest = rest[1:]
+    provider_problems: list[Problem] = []
+    provider = ProviderFlags(extra_args_provider) if extra_args_provider is not None else None
+    if provider is not None:
+        rest = provider.take(rest, provider_problems)
+    draft, sink = kernel.parse(rest, config_files=files, environ=env,
+                               ignore_unknown=ignore_unknown_args)
+    sink.problems.extend(provider_problems)
+    parsed, parsed_provenance = draft.to_dict(), draft.provenance()
+    if provider is not None:
+        provider.merge(parsed, parsed_provenance, kernel.table.owner)
+    args = argparse.Namespace(**parsed)
+    args._is_global_batch_size_explicitly_specified = (
+        getattr(args, "global_batch_size", None) is not None)
+    extra = provider.dests - set(kernel.table.by_dest) if provider is not None else frozenset()
+    remember(args, NamespaceState(kernel, parsed_provenance, dict(vars(args)), sink,
+                                  frozenset(extra)))
+    return args
+
+
+def validate_args(
+    args: argparse.Namespace,
+    defaults: Mapping[str, Any] | None = None,
+    *,
+    target: TargetEnvironment | None = None,
+    environ: Mapping[str, str] | None = None,
+    torch_types: bool = True,
+) -> argparse.Namespace:
+    """Normalize, derive and validate ``args`` in place, like Megatron's ``validate_args``.
+
+    ``defaults`` fill settings that are still ``None`` (Megatron's ``args_defaults``).
+    ``torch_types`` (the default) gives Megatron's value types -- torch dtypes, and
+    megatron.core's enums where it is installed; ``False`` keeps megaplug's torch-free
+    stand-ins. Raises :class:`ConfigError` with every problem found. Returns ``args``.
+    """
+    env = os.environ if environ is None else environ
+    state = state_of(args)
+    if state is None:
+        state = NamespaceState(load((), environ=env)[0], {}, {})
+    kernel = state.kernel
+    values = {key: from_native(value, lambda: _stand_ins(kernel))
+              for key, value in vars(args).items()}
+    provenance = _provenance_for(values, state, kernel)
+    sink = state.problems if state.problems is not None else ProblemSink()
+    state.problems = None
+    if target is None:
+        target = TargetEnvironment(environ=env)
+    elif target.environ is None:
+        target = target.with_environ(env)  # a copy: the caller may reuse its target
+    if defaults:
+        kernel.apply_caller_defaults(defaults, values, provenance, sink)
+    try:
+        resolved = kernel.finish(Draft(values, provenance, kernel.table, sink, target), sink)
+    except _errors.ConfigError as exc:
+        raise ConfigError(exc.problems) from None
+    final = resolved.to_dict()
+    for key in list(vars(args)):
+        if key not in final:
+            delattr(args, key)
+    for key, value in final.items():
+        setattr(args, key, to_native(value) if torch_types else value)
+    state.provenance = dict(resolved.provenance())
+    state.warnings = list(resolved.warnings)
+    state.parsed = dict(vars(args))
+    remember(args, state)
+    # Megatron prints its warnings on rank 0; so does the facade, on stderr.
+    if getattr(args, "rank", 0) == 0:
+        for warning in resolved.warnings:
+            print(f"WARNING: {warning}", file=sys.stderr)
+    return args
+
+
+def _stand_ins(kernel: Kernel) -> list[type]:
+    """The enum classes of the active plugins: what a Megatron enum maps back to."""
+    from .. import _checkpoint
+
+    declared = [spec.default for spec in kernel.table]
+    declared += [choice for spec in kernel.table for choice in (spec.choices or ())]
+    return _checkpoint.enum_types(declared) + _checkpoint.plugin_enum_types(
+        record.module for record in kernel.plugins.active() if record.module is not None)
+
+
+def _provenance_for(values: Mapping[str, Any], state: NamespaceState,
+                    kernel: Kernel) -> dict[str, Provenance]:
+    """Provenance as parsed, except for what the caller changed on the namespace since."""
+    provenance = dict(state.provenance)
+    for key, value in values.items():
+        record = provenance.get(key)
+        if record is None or (key in state.parsed and state.parsed[key] is not value
+                              and state.parsed[key] != value):
+            provenance[key] = Provenance("caller-default", _CALLER_EDIT, kernel.table.owner(key),
+                                         previous=record, value=value)
+    return provenance
+
+
+def parse_and_validate_args(
+    extra_args_provider: Callable[[Any], Any] | None = None,
+    ignore_unknown_args: bool = False,
+    args_defaults: Mapping[str, Any] | None = None,
+    *,
+    argv: Sequence[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    target: TargetEnvironment | None = None,
+    torch_types: bool = True,
+    register: bool | None = None,
+) -> argparse.Namespace:
+    """``parse_args``, the checkpoint's saved arguments (``--use-checkpoint-args``), then
+    ``validate_args``, as Megatron's entry points call them; parse and validation problems
+    are raised together.
+
+    Then, like Megatron, the namespace is registered as Megatron's global args
+    (``megatron.training.get_args()``) and ``--enable-experimental`` turns on
+    megatron.core's experimental features. ``register`` says whether to; by default, when
+    ``torch_types`` is on and Megatron is installed. ``torch_types=False`` keeps dtypes and
+    enums as megaplug's torch-free stand-ins.
+    """
+    args = _parse(extra_args_provider, ignore_unknown_args, argv, environ)
+    defaults = dict(args_defaults or {})
+    if getattr(args, "use_checkpoint_args", False) or defaults.get("use_checkpoint_args", False):
+        from ._checkpoint_args import load_checkpoint_args
+
+        state = state_of(args)
+        if state is not None and state.problems is not None:
+            load_checkpoint_args(args, state.kernel, state.provenance, state.problems,
+                                 asked_by_caller_only=not getattr(args, "use_checkpoint_args",
+                                                                  False))
+            state.parsed = dict(vars(args))
+    validate_args(args, defaults, target=target, environ=environ, torch_types=torch_types)
+    if register is None:
+        register = torch_types and importlib.util.find_spec("megatron") is not None and (
+            importlib.util.find_spec("megatron.training") is not None)
+    if register:
+        _register_globally(args)
+    return args
+
+
+def _register_globally(args: argparse.Namespace) -> None:
+    """Megatron's registration: ``global_vars.set_args`` and the experimental flag."""
+    from megatron.core.config import set_experimental_flag
+    from megatron.training import global_vars
+
+    global_vars._ensure_var_is_not_initialized(global_vars._GLOBAL_ARGS, "args")
+    global_vars.set_args(args)
+    if getattr(args, "enable_experimental", False):
+        set_experimental_flag(True)
+
+
+def provenance(args: argparse.Namespace) -> dict[str, Provenance]:
+    """Where each value of a namespace from this module came from, by setting (empty for a
+    namespace this module did not make). The mapping is the facade's own record: code that
+    changes a value after validation (a checkpoint loader) may record why in it."""
+    state = state_of(args)
+    return state.provenance if state is not None else {}
+
+
+def resolution_warnings(args: argparse.Namespace) -> list[Warning_]:
+    """The warnings raised while validating ``args`` (also printed on rank 0)."""
+    state = state_of(args)
+    return list(state.warnings) if state is not None else []
