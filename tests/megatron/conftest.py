@@ -5,7 +5,12 @@ test command runs it after the main suite). Where megatron-core is not installed
 Python 3.11 suite -- every module here is skipped at collection.
 """
 
+import sys
+from pathlib import Path
+
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 pytest.importorskip("megatron.training.arguments",
                     reason="megatron-core is not installed: run scripts/megatron-tier.sh")

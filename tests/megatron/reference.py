@@ -68,6 +68,19 @@ def megatron_args(case: dict[str, Any], extra_args_provider: Any = None):
     return args
 
 
+#: megaplug's own plugins; any other installed plugin (the LoRA example) is not Megatron's.
+MEGAPLUG_PLUGINS = {"moe", "mla", "fsdp", "gtp", "inference", "rl", "distillation", "kitchen",
+                    "preflight"}
+
+
+def third_party_blocks() -> list[str]:
+    """``-p no:NAME`` for each installed plugin that is not one of megaplug's own."""
+    from megaplug._discovery import entry_points
+
+    return [token for entry_point in entry_points() if entry_point.name not in MEGAPLUG_PLUGINS
+            for token in ("-p", f"no:{entry_point.name}")]
+
+
 def megaplug_args(case: dict[str, Any], extra_args_provider: Any = None, **kwargs: Any):
     """megaplug's facade on the same case, the case's target stated explicitly."""
     from megaplug import TargetEnvironment
@@ -80,4 +93,4 @@ def megaplug_args(case: dict[str, Any], extra_args_provider: Any = None, **kwarg
                                device_capability=tuple(capability) if capability else None)
     return parse_and_validate_args(
         extra_args_provider, args_defaults=dict(case.get("args_defaults") or {}),
-        argv=list(case["argv"]), environ=dict(case.get("env") or {}), target=target, **kwargs)
+        argv=[*third_party_blocks(), *case["argv"]], environ=dict(case.get("env") or {}), target=target, **kwargs)

@@ -69,6 +69,7 @@ from ._helpers import (
     tuple_type,
     validate_model_config_args_from_heterogeneous_config,
 )
+from ._switch import install
 from .._errors import Problem
 
 #: The group adders, by name (what ``megatron.training.arguments`` exports under them).
@@ -79,6 +80,7 @@ __all__ = [
     "GROUP_ADDERS",
     "Problem",
     "add_megatron_arguments",
+    "install",
     "compress_ratios_type",
     "la_freq_type",
     "moe_freq_type",
