@@ -79,7 +79,7 @@ def _parse(extra_args_provider: Callable[[Any], Any] | None, ignore_unknown_args
     args = argparse.Namespace(**parsed)
     args._is_global_batch_size_explicitly_specified = (
         getattr(args, "global_batch_size", None) is not None)
-    extra = provider.dests - set(kernel.table.by_dest) if provider is not None else frozenset()
+    extra = provider.settings - set(kernel.table.by_dest) if provider else frozenset()
     remember(args, NamespaceState(kernel, parsed_provenance, dict(vars(args)), sink,
                                   frozenset(extra)))
     return args

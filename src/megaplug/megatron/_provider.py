@@ -52,8 +52,14 @@ class ProviderFlags:
 
     @property
     def dests(self) -> frozenset[str]:
+        """The settings the provider's flags set."""
         return frozenset(action.dest for action in self.actions
                          if action.dest is not argparse.SUPPRESS)
+
+    @property
+    def settings(self) -> frozenset[str]:
+        """Every setting the provider declares: its flags' and its ``set_defaults``'."""
+        return self.dests | frozenset(self.defaults)
 
     def parse(self, tokens: Sequence[str]) -> tuple[argparse.Namespace, set[str], list[str]]:
         """Parse the provider's flags out of ``tokens``.
@@ -106,7 +112,7 @@ class ProviderFlags:
             values[dest] = value
         for dest, default in self.defaults.items():
             record = provenance.get(dest)
-            if dest in self.dests or record is None or record.source != "default":
+            if dest in self.dests or (record is not None and record.source != "default"):
                 continue
             values[dest] = default
             provenance[dest] = Provenance("default", "set_defaults of the extra_args_provider",
