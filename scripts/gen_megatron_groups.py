@@ -1,7 +1,8 @@
 """Regenerate src/megaplug/megatron/_groups.py: which settings each of Megatron's
 ``_add_*_args`` group adders declares.
 
-Run in the Megatron tier's environment (``.venv-megatron/bin/python scripts/gen_megatron_groups.py``):
+Run in the Megatron tier's environment
+(``.venv-megatron/bin/python scripts/gen_megatron_groups.py``):
 the pinned megatron-core release is called for the adders it has; flags only the newer seed
 declares are placed by the seed's text (the adder whose body names the flag).
 """

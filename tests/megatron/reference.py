@@ -93,4 +93,5 @@ def megaplug_args(case: dict[str, Any], extra_args_provider: Any = None, **kwarg
                                device_capability=tuple(capability) if capability else None)
     return parse_and_validate_args(
         extra_args_provider, args_defaults=dict(case.get("args_defaults") or {}),
-        argv=[*third_party_blocks(), *case["argv"]], environ=dict(case.get("env") or {}), target=target, **kwargs)
+        argv=[*third_party_blocks(), *case["argv"]], environ=dict(case.get("env") or {}),
+        target=target, **kwargs)

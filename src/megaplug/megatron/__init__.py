@@ -13,46 +13,8 @@ through :class:`ConfigError` (an ``AssertionError``, like Megatron's checks) ins
 first failing ``assert``. :func:`provenance` says where each value came from.
 """
 
-from ._arguments import (
-    _add_autoresume_args,
-    _add_biencoder_args,
-    _add_checkpointing_args,
-    _add_data_args,
-    _add_distributed_args,
-    _add_experimental_args,
-    _add_experimental_attention_variant_args,
-    _add_fault_injector_args,
-    _add_ft_package_args,
-    _add_heterogeneous_args,
-    _add_inference_args,
-    _add_initialization_args,
-    _add_inprocess_restart_args,
-    _add_kitchen_quantization_arguments,
-    _add_learning_rate_args,
-    _add_logging_args,
-    _add_logits_distillation_args,
-    _add_mixed_precision_args,
-    _add_mla_args,
-    _add_moe_args,
-    _add_msc_args,
-    _add_network_size_args,
-    _add_one_logger_args,
-    _add_regularization_args,
-    _add_rerun_machine_args,
-    _add_rl_args,
-    _add_sft_args,
-    _add_straggler_detector_args,
-    _add_tokenizer_args,
-    _add_training_args,
-    _add_transformer_engine_args,
-    _add_triton_autotune_args,
-    _add_validation_args,
-    _add_varlen_dataset_args,
-    _add_vision_args,
-    _add_wide_residual_args,
-    _add_workload_inspector_server_args,
-    add_megatron_arguments,
-)
+from . import _arguments
+from ._arguments import add_megatron_arguments
 from ._facade import (
     ConfigError,
     parse_and_validate_args,
@@ -72,8 +34,15 @@ from ._helpers import (
 from ._switch import install
 from .._errors import Problem
 
-#: The group adders, by name (what ``megatron.training.arguments`` exports under them).
-GROUP_ADDERS = tuple(name for name in dir() if name.startswith("_add_"))
+#: Megatron's ``_add_*_args`` group adders, by name: ``from megaplug.megatron import
+#: _add_tokenizer_args`` gives the one that adds Megatron's tokenizer flags.
+GROUP_ADDERS: tuple[str, ...] = tuple(sorted(_arguments.ADDER_DESTS))
+
+
+def __getattr__(name: str) -> object:
+    if name in GROUP_ADDERS:
+        return getattr(_arguments, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "ConfigError",
