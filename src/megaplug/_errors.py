@@ -86,9 +86,15 @@ class PluginError(Exception):
 
 
 class ProblemSink(MutableRecord):
-    """Collects problems and warnings, stamping each with the plugin currently speaking."""
+    """Collects problems and warnings, stamping each with the plugin currently speaking.
 
-    __slots__ = ("problems", "warnings", "current_plugin")
+    ``doubtful`` holds the settings a parse problem left in doubt (a value that could not
+    be read, a misspelt flag's intended setting, everything an unreadable config file might
+    have set): a plugin's problem involving one of them is a knock-on of that first
+    mistake, and the kernel does not report it.
+    """
+
+    __slots__ = ("problems", "warnings", "current_plugin", "doubtful")
 
     def __init__(self, problems: list[Problem] | None = None,
                  warnings: list[Warning_] | None = None,
@@ -96,6 +102,7 @@ class ProblemSink(MutableRecord):
         self.problems: list[Problem] = [] if problems is None else problems
         self.warnings: list[Warning_] = [] if warnings is None else warnings
         self.current_plugin = current_plugin
+        self.doubtful: set[str] = set()
 
     def error(
         self, message: str, *, flags: Sequence[str] = (), hint: str | None = None

@@ -216,10 +216,14 @@ class Kernel:
             spec = specs[0]
             values[dest] = _fresh(spec.default)
             provenance[dest] = Provenance("default", plugin=spec.plugin)
-        for path in config_files:
-            self._apply_config_file(path, values, provenance, sink)
+        unread = [path for path in config_files
+                  if not self._apply_config_file(path, values, provenance, sink)]
         self._apply_environment(target, values, provenance, sink)
         self._apply_command_line(argv, values, provenance, sink, ignore_unknown)
+        if unread:
+            # only what the command line and environment set outranks the missing file
+            sink.doubtful.update(dest for dest, record in provenance.items()
+                                 if record.source not in ("command-line", "environment"))
         self._check_mutex(provenance, sink)
         if defaults:
             self.apply_caller_defaults(defaults, values, provenance, sink)
@@ -228,12 +232,14 @@ class Kernel:
         return draft, sink
 
     def _apply_config_file(self, path: str, values: dict[str, Any],
-                           provenance: dict[str, Provenance], sink: ProblemSink) -> None:
+                           provenance: dict[str, Provenance], sink: ProblemSink) -> bool:
+        """Apply one config file; False when it cannot be read at all."""
         try:
             data = load_config_file(path)
         except ConfigFileError as exc:
-            sink.problems.append(Problem(str(exc), hint="check the path and the file's syntax"))
-            return
+            sink.problems.append(Problem(str(exc), ("--config",),
+                                         hint="check the path and the file's syntax"))
+            return False
         for key, raw in data.items():
             spec = self.table.lookup(str(key))
             if spec is None or spec.kind == "computed":
@@ -245,13 +251,16 @@ class Kernel:
             except ValueError as exc:
                 sink.problems.append(Problem(f"{spec.primary} in config file {path}: {exc}",
                                              (spec.primary,), plugin=spec.plugin))
+                sink.doubtful.add(spec.dest)
                 continue
             if not spec.check_choice(value):
                 sink.problems.append(_choice_problem(spec, value, f"config file {path}"))
+                sink.doubtful.add(spec.dest)
                 continue
             values[spec.dest] = value
             provenance[spec.dest] = Provenance("config-file", path, spec.plugin,
                                                previous=provenance.get(spec.dest), value=value)
+        return True
 
     def _config_value(self, spec: FlagSpec, raw: Any) -> Any:
         if (spec.action in ("store_true", "store_false", "boolean_optional")
@@ -280,6 +289,7 @@ class Kernel:
                     f"environment variable {variable}={raw!r} is not valid: {exc}",
                     (variable,), hint=f"set {variable} to a valid {spec.type_name or 'value'}",
                     plugin=spec.plugin))
+                sink.doubtful.add(spec.dest)
                 continue
             values[spec.dest] = value
             provenance[spec.dest] = Provenance("environment", variable, spec.plugin,
@@ -293,8 +303,14 @@ class Kernel:
             self.parser().print_help()
             raise SystemExit(0)
         for message in tokens.errors:
-            sink.problems.append(Problem(f"command line: {message}",
-                                         hint="run with --help to see the accepted flags"))
+            # every splitting error reads "argument SPELLING: what was wrong"
+            spelling = message.removeprefix("argument ").partition(":")[0]
+            spec = self.table.by_option.get(spelling)
+            if spec is not None:
+                sink.doubtful.add(spec.dest)
+            sink.problems.append(Problem(
+                f"command line: {message}", (spelling,) if spec is not None else (),
+                hint="megaplug flags WORD lists the accepted flags and what they take"))
         for occurrence in tokens.occurrences:
             spec = occurrence.spec
             try:
@@ -302,10 +318,13 @@ class Kernel:
             except ValueError as exc:
                 sink.problems.append(Problem(
                     f"{spec.primary}: {exc}", (spec.primary,), plugin=spec.plugin,
-                    hint=_choices_hint(spec) or f"give {spec.primary} a {spec.type_name} value"))
+                    hint=_choices_hint(spec)
+                    or f"give {spec.primary} {_a(spec.type_name or 'text')} value"))
+                sink.doubtful.add(spec.dest)
                 continue
             if not spec.check_choice(value):
                 sink.problems.append(_choice_problem(spec, value, "command line"))
+                sink.doubtful.add(spec.dest)
                 continue
             values[spec.dest] = value
             provenance[spec.dest] = Provenance("command-line", occurrence.spelling, spec.plugin,
@@ -374,6 +393,8 @@ class Kernel:
             sink.problems.append(Problem(message, (option,), hint, record.name))
         else:
             suggestion = self.table.suggest(option)
+            if suggestion is not None:
+                sink.doubtful.add(self.table.by_option[suggestion].dest)
             hint = f"did you mean {suggestion}?" if suggestion else "see megaplug flags"
             sink.problems.append(Problem(f"unrecognized argument {name} in {where}",
                                          (name,), hint))
@@ -406,6 +427,7 @@ class Kernel:
     def finish(self, draft: Draft, sink: ProblemSink) -> Resolved:
         """Run normalize, derive and validate over a parsed draft; raise if any problem."""
         order = [record for record in self.plugins.active() if record.status == ACTIVE]
+        parse_problems = len(sink.problems)
         for phase in PHASES:
             started = time.perf_counter()
             object.__setattr__(draft, "phase", phase)
@@ -420,10 +442,21 @@ class Kernel:
                 self._run_hook(impl, record, phase, draft, sink)
             self.timings[phase] = time.perf_counter() - started
         sink.current_plugin = None
+        if sink.doubtful:
+            sink.problems[parse_problems:] = [p for p in sink.problems[parse_problems:]
+                                              if not self._knock_on(p, sink.doubtful)]
         if sink.problems:
             raise ConfigError(_dedupe(sink.problems))
         return Resolved(draft._values, draft._provenance, self.table, sink.warnings,
                         [record.name for record in order])
+
+    def _knock_on(self, problem: Problem, doubtful: set[str]) -> bool:
+        """Whether a plugin's problem involves a setting an earlier problem left in doubt."""
+        for flag in problem.flags:
+            spec = self.table.lookup(flag) or self.table.by_env.get(flag)
+            if spec is not None and spec.dest in doubtful:
+                return True
+        return False
 
     def _run_hook(self, impl: Any, record: PluginRecord, phase: str, draft: Draft,
                   sink: ProblemSink) -> None:
@@ -491,6 +524,11 @@ def _mutable_snapshot(values: dict[str, Any]) -> dict[str, Any]:
 def _choice_name(choice: Any) -> str:
     name = getattr(choice, "name", None)
     return str(name if name is not None and not isinstance(choice, (int, str)) else choice)
+
+
+def _a(word: str) -> str:
+    """``word`` with its indefinite article: 'an int', 'a float'."""
+    return ("an " if word[:1].lower() in "aeiou" else "a ") + word
 
 
 def _choices_hint(spec: FlagSpec) -> str | None:

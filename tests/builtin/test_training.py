@@ -120,7 +120,7 @@ def test_a_derived_global_batch_must_be_positive_too():
 def test_eval_batches_use_pythons_modulo_with_negative_data_parallel_ranks():
     # 32 % (2 * -8) == 0 passes, 40 % (2 * -8) == -8 does not, as Megatron computes them
     assert resolve("--global-batch-size", "32", env={"WORLD_SIZE": "-8"}).global_batch_size == 32
-    assert "eval_global_batch_size (40) must be divisible" in messages(
+    assert "--global-batch-size 40 must be divisible" in messages(
         "--global-batch-size", "40", env={"WORLD_SIZE": "-8"})
 
 
@@ -132,19 +132,21 @@ def test_eval_batch_sizes_default_to_training_ones():
 def test_eval_global_batch_must_split_over_data_parallel_ranks():
     found = problems("--global-batch-size", "32", "--eval-micro-batch-size", "8")
     assert [p.message for p in found] == [
-        "eval_global_batch_size (32) must be divisible by eval_micro_batch_size (8) * "
-        "data_parallel_size (8) * gtp_weight_remat_size (1) = 64"]
+        "--global-batch-size 32 must be divisible by --eval-micro-batch-size 8 x data-parallel "
+        "size 8 = 64 (evaluation batch sizes default to the training ones)"]
+    assert found[0].flags == ("--global-batch-size", "--eval-micro-batch-size",
+                              "data_parallel_size")
     assert "--eval-micro-batch-size 4" in found[0].hint
 
 
 def test_default_eval_sizes_check_the_training_global_batch():
     text = messages("--micro-batch-size", "4", "--global-batch-size", "16")
-    assert "eval_global_batch_size (16) must be divisible by eval_micro_batch_size (4)" in text
+    assert "--global-batch-size 16 must be divisible by --micro-batch-size 4" in text
 
 
 def test_gtp_remat_size_counts_in_eval_divisibility():
     text = messages("--global-batch-size", "16", "--gtp-weight-remat-size", "2")
-    assert "* gtp_weight_remat_size (2) = 32" in text
+    assert "x GTP weight-remat size 2 = 32" in text
 
 
 def test_step_schedule_excludes_global_batch_size():
@@ -200,11 +202,11 @@ def test_iteration_based_training_accepts_a_batch_size_rampup():
 
 
 def test_train_iters_and_samples_exclude_each_other():
-    text = messages("--train-samples", "1000")
-    assert "--train-iters sets iteration-based training, which cannot be combined with " \
-           "--train-samples" in text
-    assert "--train-samples sets sample-based training, which cannot be combined with " \
-           "--train-iters" in text
+    found = problems("--train-samples", "1000")
+    # one mistake, one message: not a mirror image from the sample-based check
+    assert [p.message for p in found] == [
+        "--train-iters sets iteration-based training, which cannot be combined with "
+        "--train-samples"]
 
 
 def test_sample_based_training():
@@ -282,7 +284,7 @@ def test_eval_sizes_use_python_modulo_like_megatron():
     # 32 % (-2 * 8) == 0 passes Megatron's assert; 32 % (-3 * 8) == -16 does not
     assert resolve("--global-batch-size", "32", "--eval-micro-batch-size", "-2") \
         .eval_micro_batch_size == -2
-    assert "must be divisible by eval_micro_batch_size (-3)" in messages(
+    assert "must be divisible by --eval-micro-batch-size -3" in messages(
         "--global-batch-size", "32", "--eval-micro-batch-size", "-3")
 
 

@@ -36,8 +36,8 @@ def test_global_batch_follows_the_real_data_parallel_size(kernel):
 def test_eval_batch_divisibility_with_the_real_layout(kernel):
     with pytest.raises(megaplug.ConfigError) as info:
         _resolve(kernel, "--global-batch-size", "24")
-    assert any(p.plugin == "training" and "eval_global_batch_size (24) must be divisible by "
-               "eval_micro_batch_size (2) * data_parallel_size (8)" in p.message
+    assert any(p.plugin == "training" and "--global-batch-size 24 must be divisible by "
+               "--micro-batch-size 2 x data-parallel size 8" in p.message
                for p in info.value.problems)
 
 

@@ -119,8 +119,9 @@ def check_eval_batch_divisibility(config: Draft) -> None:
         return  # Megatron stops at the training batch sizes, reported above
     remat = _gtp_weight_remat_size(config)
     ranks = batch_parallel_size(config) or int(data_parallel) * remat
-    names = ("--eval-global-batch-size", "--eval-micro-batch-size") \
-        if "eval_global_batch_size" in config else ("--global-batch-size", "--micro-batch-size")
+    # name the flags the user wrote: evaluation sizes not given are the training ones
+    names = (_given_or("eval_global_batch_size", "--global-batch-size", config),
+             _given_or("eval_micro_batch_size", "--micro-batch-size", config))
     step = eval_micro * ranks
     if step == 0:
         config.error(f"{names[1]} is 0; evaluation needs at least one sample per micro batch",
@@ -129,13 +130,20 @@ def check_eval_batch_divisibility(config: Draft) -> None:
     # Python's modulo, as Megatron's assert computes it (negative sizes may pass)
     if eval_global % step == 0:
         return
+    remat_text = f" x GTP weight-remat size {remat}" if remat != 1 else ""
     config.error(
-        f"eval_global_batch_size ({eval_global}) must be divisible by eval_micro_batch_size "
-        f"({eval_micro}) * data_parallel_size ({data_parallel}) * gtp_weight_remat_size "
-        f"({remat}) = {step}",
+        f"{names[0]} {eval_global} must be divisible by {names[1]} {eval_micro} x data-parallel "
+        f"size {data_parallel}{remat_text} = {step}"
+        + ("" if all(name.startswith("--eval") for name in names)
+           else " (evaluation batch sizes default to the training ones)"),
         flags=(*names, "data_parallel_size"),
         hint=_divisibility_hint(eval_global, eval_micro, ranks, names),
     )
+
+
+def _given_or(dest: str, fallback: str, config: Draft) -> str:
+    """The flag of ``dest`` when the user gave it, else the flag its value defaults from."""
+    return config.spelling(dest) if config.given(dest) else fallback
 
 
 def _first_set(value: Optional[int], fallback: Optional[int]) -> Optional[int]:
@@ -151,6 +159,4 @@ def _divisibility_hint(total: int, micro: int, ranks: int, names: tuple[str, ...
     fitting = [m for m in range(1, micro) if total % (m * ranks) == 0]
     if fitting:
         text += f", or {names[1]} {fitting[-1]}"
-    if not (names[0].startswith("--eval")):
-        return text
-    return text + "; the evaluation sizes default to --global-batch-size / --micro-batch-size"
+    return text

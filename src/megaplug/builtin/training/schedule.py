@@ -46,7 +46,8 @@ def _check_counted_in(config: Draft, unit: str, other: str, mode: str, other_mod
     if not config[f"train_{unit}"] or config.get("skip_train", False):
         return
     conflicts = []
-    if config[f"train_{other}"] is not None:
+    # --train-iters with --train-samples is one mistake: the iteration check names the pair
+    if config[f"train_{other}"] is not None and not (unit == "samples" and config.train_iters):
         conflicts.append(f"--train-{other}")
     if config[f"lr_decay_{other}"] is not None:
         conflicts.append(f"--lr-decay-{other}")
