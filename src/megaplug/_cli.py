@@ -1,7 +1,8 @@
-"""``megaplug`` command line: list, flags, resolve, explain, docs.
+"""``megaplug`` command line: list, flags, resolve, explain, diff, schema, completion, docs.
 
-Exit codes: 0 success, 2 an invalid configuration or usage (every problem on stderr),
-1 an internal failure such as a broken plugin set.
+Exit codes: 0 success; 2 an invalid configuration or usage (every problem on stderr);
+1 an internal failure, or ``diff --exit-code`` finding differences; 141 when the reader of
+stdout went away (``megaplug flags | head``), as a tool stopped by SIGPIPE reports.
 """
 
 from __future__ import annotations
@@ -10,103 +11,190 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-from ._errors import ConfigError, PluginError
+from ._errors import ConfigError, PluginError, Problem
 from ._values import encode
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INVALID = 0, 1, 2
+EXIT_PIPE_CLOSED = 128 + 13  # 128 + SIGPIPE, what the shell reports for `yes | head`
+
+COMMANDS = ("list", "flags", "resolve", "explain", "diff", "schema", "completion", "docs")
+
+_TRAINING_FLAGS_EPILOG = """\
+ARGS are the training flags, after `--`, exactly as a training script takes them:
+  megaplug {command} -- --num-layers 2 --hidden-size 64 --num-attention-heads 4 ...
+Find them with `megaplug flags WORD` or `megaplug flags --plugin NAME`; `-p NAME`,
+`-p no:NAME` and `--config FILE` work among ARGS too. `megaplug resolve -- --help` prints
+them argparse-style, grouped by plugin."""
 
 
-class _UsageError(Exception):
-    pass
+class UsageError(Exception):
+    """A command line megaplug cannot act on; printed as it is, exit 2."""
 
 
 class _ArgumentParser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise _UsageError(f"{self.prog}: {message}")
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of megaplug's own options; training flags are not in it (they follow ``--``)."""
     parser = _ArgumentParser(
         prog="megaplug",
         description="Inspect megaplug plugins and flags, and resolve training configurations.",
+        epilog="Training flags follow `--`: megaplug resolve -- --num-layers 2 ... "
+               "Find them with `megaplug flags WORD`. Shell completion: `megaplug completion "
+               "bash|zsh|fish`.",
     )
+    parser.add_argument("--version", action="store_true",
+                        help="print megaplug's version and the plugins' (as megaplug list does)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    commands.required = True
 
-    def plugin_options(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("-p", dest="plugin_controls", action="append", default=[],
-                         metavar="NAME", help="load plugin NAME, or block it with no:NAME")
-        sub.add_argument("--no-autoload", action="store_true",
-                         help="do not load plugins from installed entry points")
+    def command(name: str, help: str, **kwargs: Any) -> argparse.ArgumentParser:
+        return commands.add_parser(name, help=help, description=help[:1].upper() + help[1:] + ".",
+                                   formatter_class=argparse.RawDescriptionHelpFormatter,
+                                   **kwargs)
 
-    listing = commands.add_parser("list", help="every plugin, its status and why")
+    listing = command("list", "every plugin: status (and why), version, flags, hooks, ordering")
     listing.add_argument("--json", action="store_true", help="print JSON")
-    plugin_options(listing)
+    listing.add_argument("--order", action="store_true",
+                         help="list in the order the plugins' hooks run (default: by name)")
+    _plugin_options(listing)
 
-    flags = commands.add_parser("flags", help="every flag of every active plugin")
+    flags = command("flags", "every flag with its help line; filter by plugin or a word")
+    flags.add_argument("word", nargs="?", metavar="WORD",
+                       help="only flags whose spelling, setting name or help mentions WORD")
+    flags.add_argument("--plugin", metavar="NAME", help="only this plugin's flags")
     flags.add_argument("--json", action="store_true", help="print JSON")
-    flags.add_argument("--plugin", help="only this plugin's flags")
-    plugin_options(flags)
+    _plugin_options(flags)
 
-    def resolve_options(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--config", action="append", default=[], metavar="FILE",
-                         help="YAML or JSON file of settings (repeatable; later files win)")
-        sub.add_argument("--defaults", metavar="JSON",
-                         help="caller defaults as a JSON object (or @file), like args_defaults")
-        sub.add_argument("--assume", action="append", default=[], metavar="NAME=VERSION",
-                         help="assume package NAME is installed at VERSION on the target "
-                              "(NAME=none: not installed)")
-        sub.add_argument("--assume-device-capability", metavar="MAJOR.MINOR",
-                         help="assume the target GPU's compute capability ('none': no GPU)")
-
-    resolve = commands.add_parser("resolve", help="resolve ARGS and print every value")
-    resolve_options(resolve)
-    resolve.add_argument("--format", choices=("json", "yaml"), default="json")
+    resolve = command("resolve", "resolve ARGS and print every value",
+                      usage="megaplug resolve [options] [--] ARGS...",
+                      epilog=_TRAINING_FLAGS_EPILOG.format(command="resolve"))
+    _resolve_options(resolve)
+    resolve.add_argument("--format", choices=("json", "yaml"), default="json",
+                         help="output format (default: json)")
     shown = resolve.add_mutually_exclusive_group()
     shown.add_argument("--provenance", action="store_true",
                        help="print where each value came from instead of the values")
     shown.add_argument("--given", action="store_true",
                        help="print only the settings as given (a config file that reproduces "
                             "this resolve with --config)")
+    _plugin_options(resolve)
 
-    # DEST_OR_FLAG is taken out before parsing: a flag spelling would look like an option.
-    explain = commands.add_parser("explain", help="one setting: owner, type, value, provenance",
-                                  usage="megaplug explain DEST_OR_FLAG [options] [--] ARGS...")
-    resolve_options(explain)
+    explain = command("explain", "one setting: owner, type, value, provenance and its problems",
+                      usage="megaplug explain DEST_OR_FLAG [options] [--] ARGS...",
+                      epilog="DEST_OR_FLAG is a setting (ffn_hidden_size) or one of its flags "
+                             "(--ffn-hidden-size).\n"
+                             + _TRAINING_FLAGS_EPILOG.format(command="explain ffn_hidden_size"))
+    _resolve_options(explain)
+    _plugin_options(explain)
 
-    docs = commands.add_parser("docs", help="write the per-plugin flag reference")
-    docs.add_argument("--out", default="docs/flags", help="output directory")
-    plugin_options(docs)
+    diff = command("diff", "the settings whose resolved values differ between two runs",
+                   usage="megaplug diff A [B] [options] [--] [ARGS...]",
+                   epilog="A and B are each a config file, a saved `megaplug resolve` output "
+                          "(JSON or YAML) or a\ncheckpoint directory (its saved arguments). "
+                          "ARGS are resolved on top of each config file;\nwith one of A and B "
+                          "given, the other side is ARGS alone: `megaplug diff CHECKPOINT_DIR "
+                          "--\n--num-layers 24 ...` shows what this command line changes "
+                          "against the checkpoint.")
+    diff.add_argument("sides", nargs="+", metavar="A [B]", help="what to compare")
+    diff.add_argument("--json", action="store_true", help="print JSON")
+    diff.add_argument("--exit-code", action="store_true",
+                      help="exit 1 when something differs (like git diff --exit-code)")
+    _resolve_options(diff)
+    _plugin_options(diff)
+
+    schema = command("schema", "a JSON Schema (draft 2020-12) of config files, for editors",
+                     epilog="VS Code (YAML extension) and other editors complete and check a "
+                            "config file that starts with\n  # yaml-language-server: "
+                            "$schema=megaplug.schema.json\nafter `megaplug schema > "
+                            "megaplug.schema.json`.")
+    schema.add_argument("--plugin", metavar="NAME",
+                        help="only this plugin's settings (for a file that holds only those)")
+    _plugin_options(schema)
+
+    completion = command("completion", "print a shell completion script",
+                         epilog="bash: eval \"$(megaplug completion bash)\" (in ~/.bashrc)\n"
+                                "zsh:  eval \"$(megaplug completion zsh)\" (in ~/.zshrc, after "
+                                "compinit)\nfish: megaplug completion fish > "
+                                "~/.config/fish/completions/megaplug.fish\n"
+                                "The script carries the flags of the plugins installed now; "
+                                "generate it again after installing one.")
+    completion.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell")
+    _plugin_options(completion)
+
+    docs = command("docs", "write the per-plugin flag reference (Markdown)")
+    docs.add_argument("--out", default="docs/flags", metavar="DIR",
+                      help="output directory (default: docs/flags, under the current directory)")
+    _plugin_options(docs)
     return parser
 
 
+def _plugin_options(sub: argparse.ArgumentParser) -> None:
+    group = sub.add_argument_group("plugin selection")
+    group.add_argument("-p", dest="plugin_controls", action="append", default=[],
+                       metavar="NAME", help="load plugin NAME (an entry point or module); "
+                                            "-p no:NAME blocks it (repeatable)")
+    group.add_argument("--no-autoload", action="store_true",
+                       help="do not load plugins from installed entry points")
+
+
+def _resolve_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--config", action="append", default=[], metavar="FILE",
+                     help="YAML or JSON file of settings (repeatable; later files win)")
+    sub.add_argument("--defaults", metavar="JSON",
+                     help="caller defaults as a JSON object (or @file), like args_defaults")
+    sub.add_argument("--assume", action="append", default=[], metavar="NAME=VERSION",
+                     help="assume package NAME is installed at VERSION on the target "
+                          "(NAME=none: not installed)")
+    sub.add_argument("--assume-device-capability", metavar="MAJOR.MINOR",
+                     help="assume the target GPU's compute capability ('none': no GPU)")
+
+
+# -- entry -----------------------------------------------------------------------------
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
-    tokens = list(sys.argv[1:] if argv is None else argv)
-    own, passthrough = _split_passthrough(tokens)
-    parser = _build_parser()
-    setting = None
-    if own[:1] == ["explain"] and len(own) > 1:
-        setting = own.pop(1)
     try:
+        return _run(list(sys.argv[1:] if argv is None else argv))
+    except BrokenPipeError:
+        # the reader stopped early (`megaplug flags | head`): end quietly, and keep the
+        # interpreter's final flush from failing again
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return EXIT_PIPE_CLOSED
+
+
+def _run(tokens: list[str]) -> int:
+    own, passthrough = _split_passthrough(tokens)
+    parser = build_parser()
+    try:
+        _check_command(own)
+        setting = _take_setting(own, parser)
         options, unknown = parser.parse_known_args(own)
+        if options.version:
+            return _cmd_version(options)
+        if options.command is None:
+            raise UsageError("megaplug: a command is needed: " + ", ".join(COMMANDS)
+                             + " (see megaplug --help)")
         if options.command == "explain":
             if setting is None:
-                raise _UsageError("megaplug explain: expected DEST_OR_FLAG")
+                raise UsageError("megaplug explain: which setting? give DEST_OR_FLAG, e.g. "
+                                 "megaplug explain ffn_hidden_size -- ARGS...")
             options.setting = setting
-        if options.command in ("list", "flags", "docs") and unknown:
-            raise _UsageError(f"megaplug {options.command}: unrecognized arguments: "
-                              + " ".join(unknown))
-        handler = {"list": _cmd_list, "flags": _cmd_flags, "resolve": _cmd_resolve,
-                   "explain": _cmd_explain, "docs": _cmd_docs}[options.command]
-        return handler(options, [*unknown, *passthrough])
-    except _UsageError as exc:
+        if options.command not in ("resolve", "explain", "diff") and unknown:
+            raise UsageError(f"megaplug {options.command}: unrecognized arguments: "
+                             + " ".join(unknown) + f" (see megaplug {options.command} --help)")
+        return _HANDLERS[options.command](options, [*unknown, *passthrough])
+    except UsageError as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_INVALID
     except ConfigError as exc:
-        _print_problems(exc)
+        print_problems(exc.problems)
         return EXIT_INVALID
     except PluginError as exc:
         print(f"megaplug: plugin error: {exc}", file=sys.stderr)
@@ -120,11 +208,62 @@ def _split_passthrough(tokens: list[str]) -> tuple[list[str], list[str]]:
     return tokens, []
 
 
-def _print_problems(error: ConfigError) -> None:
-    count = len(error.problems)
+def _check_command(own: list[str]) -> None:
+    """A mistyped command gets a suggestion rather than argparse's list of choices."""
+    first = next((t for t in own if not t.startswith("-")), None)
+    if first is None or first in COMMANDS:
+        return
+    suggestion = suggest(first, COMMANDS)
+    hint = f" (did you mean {suggestion}?)" if suggestion else ""
+    raise UsageError(f"megaplug: unknown command {first!r}{hint}; the commands are "
+                     + ", ".join(COMMANDS))
+
+
+def _take_setting(own: list[str], parser: argparse.ArgumentParser) -> str | None:
+    """Take explain's DEST_OR_FLAG out of ``own`` (it may look like an option).
+
+    It is the first token after ``explain`` that is neither one of explain's own options
+    nor such an option's value, so ``megaplug explain --config c.yaml lr`` works too.
+    """
+    if own[:1] != ["explain"]:
+        return None
+    explain = _subparser(parser, "explain")
+    takes_value = {option: action.nargs != 0 for action in explain._actions
+                   for option in action.option_strings}
+    index = 1
+    while index < len(own):
+        token = own[index]
+        if token in ("-h", "--help"):
+            return None
+        name = token.split("=", 1)[0]
+        if name in takes_value:
+            index += 2 if takes_value[name] and "=" not in token else 1
+            continue
+        return own.pop(index)
+    return None
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    for action in parser._subparsers._group_actions:  # type: ignore[union-attr]
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices[name]
+    raise KeyError(name)
+
+
+def suggest(word: str, candidates: Sequence[str], cutoff: float = 0.6) -> str | None:
+    """The candidate closest to ``word``, if any is close enough."""
+    import difflib
+
+    matches = difflib.get_close_matches(word, list(candidates), n=1, cutoff=cutoff)
+    return matches[0] if matches else None
+
+
+def print_problems(problems: Sequence[Problem]) -> None:
+    """Every problem on stderr, under a count."""
+    count = len(problems)
     print(f"megaplug: {count} problem{'s' if count != 1 else ''} in the configuration:",
           file=sys.stderr)
-    for problem in error.problems:
+    for problem in problems:
         print(f"  - {problem}", file=sys.stderr)
 
 
@@ -138,7 +277,9 @@ def _plugin_controls(options: argparse.Namespace) -> list[str]:
     return controls
 
 
-def _kernel(options: argparse.Namespace, extra: Sequence[str] = (), tolerant: bool = False):
+def load_kernel(options: argparse.Namespace, extra: Sequence[str] = (),
+                tolerant: bool = False) -> tuple[Any, list[str]]:
+    """The kernel for the command's plugin selection (and ``-p`` among ``extra``)."""
     from ._api import load
 
     controls = _plugin_controls(options)
@@ -153,55 +294,86 @@ def _kernel(options: argparse.Namespace, extra: Sequence[str] = (), tolerant: bo
     return load([*controls, *extra])
 
 
-# -- list / flags ----------------------------------------------------------------------
+# -- list / --version ------------------------------------------------------------------
 
 def _cmd_list(options: argparse.Namespace, _: list[str]) -> int:
-    from ._discovery import cached
-
-    listing = cached("list", _list_fingerprint(options), lambda: _list_rows(options))
+    listing = _listing(options)
     rows, problems = listing["rows"], listing["problems"]
+    if options.order:
+        position = {name: index for index, name in enumerate(listing["order"])}
+        rows = sorted(rows, key=lambda r: (r["name"] not in position,
+                                           position.get(r["name"], 0), r["name"]))
+    else:
+        rows = sorted(rows, key=lambda r: r["name"])
     if options.json:
         print(json.dumps(rows, indent=2))
-        return EXIT_OK
-    width = max(len(r["name"]) for r in rows) if rows else 4
+    else:
+        _print_plugin_table(rows)
+        for problem in problems:
+            print(f"problem: {problem}")
     for row in rows:
-        origin = row["distribution"] or row["source"]
-        line = (f"{row['name']:<{width}}  {row['status']:<11}  {row['version'] or '-':<8}  "
-                f"{origin:<24}  flags={row['flags']:<4} hooks={','.join(row['hooks']) or '-'}")
-        if row["after"]:
-            line += f"  after={','.join(row['after'])}"
-        if row["before"]:
-            line += f"  before={','.join(row['before'])}"
-        print(line)
-        if row["reason"]:
-            print(f"{'':<{width}}  -> {row['reason']}")
-    for problem in problems:
-        print(f"problem: {problem}")
+        warning = _entry_point_warning(row)
+        if warning:
+            print(f"megaplug: warning: {warning}", file=sys.stderr)
     return EXIT_OK
+
+
+def _print_plugin_table(rows: list[dict[str, Any]]) -> None:
+    table = [("PLUGIN", "STATUS", "VERSION", "DISTRIBUTION", "FLAGS", "HOOKS", "ORDERING")]
+    for row in rows:
+        ordering = [f"after={','.join(row['after'])}"] if row["after"] else []
+        ordering += [f"before={','.join(row['before'])}"] if row["before"] else []
+        table.append((row["name"], row["status"], row["version"] or "-",
+                      row["distribution"] or row["source"],
+                      str(row["declared_flags"]), ",".join(row["hooks"]) or "-",
+                      " ".join(ordering) or "-"))
+    widths = [max(len(line[i]) for line in table) for i in range(len(table[0]) - 1)]
+    name_width = widths[0]
+    for line, row in zip(table, [None, *rows]):
+        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths)) + "  " + line[-1])
+        if row is not None and row["reason"] and row["status"] != "active":
+            print(f"{'':<{name_width}}  -> {row['reason']}")
+
+
+def _entry_point_warning(row: dict[str, Any]) -> str | None:
+    """A plugin whose own name is not its entry point's name is blocked by two names."""
+    entry_point = row.get("entry_point")
+    if not entry_point:
+        return None
+    entry_name = entry_point.split("=", 1)[0].strip()
+    if entry_name == row["name"]:
+        return None
+    return (f"plugin {row['name']!r} is installed under the entry point name {entry_name!r} "
+            f"({entry_point}, distribution {row['distribution'] or '?'}): -p no:{row['name']} "
+            f"still imports it before blocking it; the entry point should be named "
+            f"{row['name']!r}")
+
+
+def _listing(options: argparse.Namespace) -> dict[str, Any]:
+    from ._discovery import cached
+
+    return cached("list", _list_fingerprint(options), lambda: _list_rows(options))
 
 
 def _list_rows(options: argparse.Namespace) -> dict[str, Any]:
     try:
-        kernel, _rest = _kernel(options)
+        kernel, _rest = load_kernel(options)
     except PluginError:
-        kernel, _rest = _kernel(options, tolerant=True)
+        kernel, _rest = load_kernel(options, tolerant=True)
     counts: dict[str, int] = {}
     for spec in kernel.table:
         if spec.kind == "flag":
             counts[spec.plugin] = counts.get(spec.plugin, 0) + 1
-    inactive_counts: dict[str, int] = {}
-    for record in kernel.inactive_flags.values():
-        inactive_counts[record.name] = inactive_counts.get(record.name, 0) + 1
-    order = {name: index for index, name in enumerate(kernel.plugins.order)}
-    records = sorted(kernel.plugins.records.values(),
-                     key=lambda r: (r.name not in order, order.get(r.name, 0), r.name))
+    inactive_counts = {name: sum(1 for s in specs if s.kind == "flag")
+                       for name, specs in kernel.inactive_specs.items()}
     rows = []
-    for record in records:
+    for record in sorted(kernel.plugins.records.values(), key=lambda r: r.name):
         row = record.to_dict()
         row["flags"] = counts.get(record.name, 0)
         row["declared_flags"] = counts.get(record.name, 0) or inactive_counts.get(record.name, 0)
         rows.append(row)
-    return {"rows": rows, "problems": [str(p) for p in kernel.setup_problems]}
+    return {"rows": rows, "order": list(kernel.plugins.order),
+            "problems": [str(p) for p in kernel.setup_problems]}
 
 
 def _list_fingerprint(options: argparse.Namespace) -> str | None:
@@ -211,73 +383,147 @@ def _list_fingerprint(options: argparse.Namespace) -> str | None:
     from ._plugins import BUILTIN_PLUGINS, PluginSelection
 
     selection = PluginSelection.from_environment()
-    controls = _plugin_controls(options)
-    selection.take_from_argv(controls)
+    selection.take_from_argv(_plugin_controls(options))
     modules = [m for m in BUILTIN_PLUGINS if m.rsplit(".", 1)[-1] not in selection.block]
     if selection.autoload:
         modules += [ep.value.partition(":")[0].strip() for ep in entry_points()
                     if ep.name not in selection.block]
     modules += [m for m in selection.load if m not in selection.block]
-    key = [repr(sorted(selection.load)), repr(sorted(selection.block)), str(selection.autoload)]
+    key = ["2", repr(sorted(selection.load)), repr(sorted(selection.block)),
+           str(selection.autoload)]
     return code_fingerprint(modules, key)
 
 
-def flag_rows(kernel: Any, plugin: str | None = None) -> list[dict[str, Any]]:
-    """Every flag spec as a JSON-ready row (used by ``flags`` and ``docs``)."""
+def _cmd_version(options: argparse.Namespace) -> int:
+    import platform
+
+    from . import __file__ as package_file
+    from . import __version__
+
+    print(f"megaplug {__version__} (Python {platform.python_version()}, "
+          f"{os.path.dirname(package_file)})")
+    rows = sorted(_listing(options)["rows"], key=lambda r: r["name"])
+    width = max((len(r["name"]) for r in rows), default=0)
+    for row in rows:
+        status = row["status"] if row["status"] == "active" else (
+            f"{row['status']}: {row['reason']}" if row["reason"] else row["status"])
+        print(f"  {row['name']:<{width}}  {row['version'] or '-':<8}  "
+              f"{row['distribution'] or row['source']}  ({status})")
+    return EXIT_OK
+
+
+# -- flags -----------------------------------------------------------------------------
+
+#: Actions as argparse spells them in ``add_argument`` (the ``flags --json`` contract).
+ACTION_NAMES = {"boolean_optional": "BooleanOptionalAction"}
+
+
+def flag_rows(kernel: Any, plugin: str | None = None,
+              inactive: bool = True) -> list[dict[str, Any]]:
+    """Every flag spec as a JSON-ready row (``flags``, ``docs``); with ``inactive``, also the
+    flags an unavailable plugin would add, with that plugin's status."""
+    status = {name: record.status for name, record in kernel.plugins.records.items()}
+    specs = list(kernel.table)
+    if inactive:
+        specs += [spec for name, found in sorted(kernel.inactive_specs.items())
+                  if status.get(name) == "unavailable" for spec in found]
     rows = []
-    for spec in kernel.table:
+    for spec in specs:
         if plugin and spec.plugin != plugin:
             continue
         rows.append({
             "plugin": spec.plugin,
+            "status": status.get(spec.plugin, "active"),
             "kind": spec.kind,
             "option_strings": list(spec.option_strings),
             "dest": spec.dest,
-            "action": spec.argparse_action.lstrip("_") if spec.kind == "flag" else None,
+            "action": ACTION_NAMES.get(spec.action, spec.action) if spec.kind == "flag"
+            else None,
             "type": spec.type_name,
             "default": encode(spec.default),
             "choices": encode(list(spec.choices)) if spec.choices is not None else None,
             "nargs": spec.nargs,
             "hidden": spec.hidden,
             "deprecated": spec.deprecated,
+            "deprecated_spellings": list(spec.deprecated_spellings),
             "env": spec.env,
             "help": spec.help,
         })
     return rows
 
 
+def check_plugin_name(kernel: Any, name: str | None, command: str) -> None:
+    """A ``--plugin NAME`` that names no plugin is a usage error with a suggestion."""
+    if name is None:
+        return
+    record = kernel.plugins.records.get(name)
+    if record is None:
+        names = sorted(kernel.plugins.records)
+        suggestion = suggest(name, names)
+        hint = f"did you mean {suggestion}?" if suggestion else "the plugins are " + \
+            ", ".join(names)
+        raise UsageError(f"megaplug {command}: no plugin named {name!r} ({hint})")
+    if record.status in ("blocked", "broken"):
+        raise UsageError(f"megaplug {command}: plugin {name!r} is {record.status}: "
+                         f"{record.reason}; its flags are not loaded")
+
+
+def _matches(row: dict[str, Any], word: str) -> bool:
+    word = word.lower()
+    return any(word in text.lower() for text in
+               [*row["option_strings"], row["dest"], row["help"] or "", row["env"] or ""])
+
+
 def _cmd_flags(options: argparse.Namespace, _: list[str]) -> int:
-    kernel, _rest = _kernel(options)
+    kernel, _rest = load_kernel(options)
+    check_plugin_name(kernel, options.plugin, "flags")
     rows = flag_rows(kernel, options.plugin)
+    if options.word:
+        rows = [row for row in rows if _matches(row, options.word)]
     if options.json:
         print(json.dumps(rows, indent=2))
         return EXIT_OK
-    for row in rows:
-        if row["kind"] != "flag":
-            continue
-        spelled = ", ".join(row["option_strings"])
-        detail = f"{row['action']}"
-        if row["type"]:
-            detail += f" {row['type']}"
-        if row["nargs"] is not None:
-            detail += f" nargs={row['nargs']}"
-        detail += f" default={json.dumps(row['default'])}"
-        if row["choices"] is not None:
-            detail += f" choices={','.join(map(str, row['choices']))}"
-        print(f"[{row['plugin']}] {spelled} -> {row['dest']}  ({detail})")
+    shown = [row for row in rows if row["kind"] == "flag"]
+    for row in shown:
+        print(_flag_line(row))
+        if row["help"]:
+            print(f"      {row['help']}")
+    if options.word and not shown:
+        spellings = [o for row in flag_rows(kernel) for o in row["option_strings"]]
+        near = suggest(options.word, spellings) or suggest("--" + options.word, spellings)
+        print(f"megaplug flags: no flag mentions {options.word!r}"
+              + (f" (did you mean {near}?)" if near else ""), file=sys.stderr)
     return EXIT_OK
+
+
+def _flag_line(row: dict[str, Any]) -> str:
+    detail = row["action"]
+    if row["type"]:
+        detail += f" {row['type']}"
+    if row["nargs"] is not None:
+        detail += f" nargs={row['nargs']}"
+    detail += f" default={json.dumps(row['default'])}"
+    if row["choices"] is not None:
+        detail += f" choices={','.join(map(str, row['choices']))}"
+    line = f"[{row['plugin']}] {', '.join(row['option_strings'])} -> {row['dest']}  ({detail})"
+    if row["deprecated"]:
+        line += f"  deprecated: {row['deprecated']}"
+    if row["status"] != "active":
+        line += f"  [plugin {row['status']}]"
+    return line
 
 
 # -- resolve / explain -----------------------------------------------------------------
 
-def _target(options: argparse.Namespace):
+def target_from(options: argparse.Namespace) -> Any:
+    """The target environment ``--assume`` / ``--assume-device-capability`` describe."""
     from ._target import TargetEnvironment
 
     packages: dict[str, str | None] = {}
     for item in options.assume:
         name, sep, version = item.partition("=")
         if not sep or not name:
-            raise _UsageError(f"--assume expects NAME=VERSION, got {item!r}")
+            raise UsageError(f"--assume expects NAME=VERSION, got {item!r}")
         packages[name] = None if version.lower() in ("none", "") else version
     target = TargetEnvironment(packages=packages, environ=os.environ)
     capability = options.assume_device_capability
@@ -287,13 +533,14 @@ def _target(options: argparse.Namespace):
         else:
             major, _, minor = capability.partition(".")
             if not major.isdigit() or (minor and not minor.isdigit()):
-                raise _UsageError("--assume-device-capability expects MAJOR.MINOR, "
-                                  f"got {capability!r}")
+                raise UsageError("--assume-device-capability expects MAJOR.MINOR, "
+                                 f"got {capability!r}")
             target.device_capability = (int(major), int(minor or 0))
     return target
 
 
-def _defaults(options: argparse.Namespace) -> dict[str, Any]:
+def defaults_from(options: argparse.Namespace) -> dict[str, Any]:
+    """``--defaults`` as a mapping (a JSON object, or ``@file`` holding one)."""
     text = options.defaults
     if not text:
         return {}
@@ -302,17 +549,18 @@ def _defaults(options: argparse.Namespace) -> dict[str, Any]:
             with open(text[1:], encoding="utf-8") as handle:
                 text = handle.read()
         except OSError as exc:
-            raise _UsageError(f"--defaults: cannot read {text[1:]}: {exc.strerror}") from None
+            raise UsageError(f"--defaults: cannot read {text[1:]}: {exc.strerror}") from None
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise _UsageError(f"--defaults is not valid JSON: {exc}") from None
+        raise UsageError(f"--defaults is not valid JSON: {exc}") from None
     if not isinstance(value, dict):
-        raise _UsageError("--defaults must be a JSON object")
+        raise UsageError("--defaults must be a JSON object")
     return value
 
 
-def _config_tokens(options: argparse.Namespace) -> list[str]:
+def config_tokens(options: argparse.Namespace) -> list[str]:
+    """The command's ``--config`` files as argv tokens."""
     tokens: list[str] = []
     for path in options.config:
         tokens += ["--config", path]
@@ -320,12 +568,13 @@ def _config_tokens(options: argparse.Namespace) -> list[str]:
 
 
 def _cmd_resolve(options: argparse.Namespace, args: list[str]) -> int:
-    from .megatron import parse_and_validate_args, provenance as provenance_of
+    from .megatron import parse_and_validate_args
+    from .megatron import provenance as provenance_of
 
-    target = _target(options)
+    target = target_from(options)
     namespace = parse_and_validate_args(
-        argv=[*_config_tokens(options), *args], environ=os.environ,
-        args_defaults=_defaults(options), target=target, torch_types=False)
+        argv=[*_plugin_controls(options), *config_tokens(options), *args], environ=os.environ,
+        args_defaults=defaults_from(options), target=target, torch_types=False)
     provenance = provenance_of(namespace)
     values = {k: encode(v) for k, v in vars(namespace).items()}
     if options.provenance:
@@ -346,22 +595,77 @@ def _cmd_resolve(options: argparse.Namespace, args: list[str]) -> int:
     return EXIT_OK
 
 
-def _cmd_explain(options: argparse.Namespace, args: list[str]) -> int:
+def resolve_partially(kernel: Any, options: argparse.Namespace, args: Sequence[str],
+                      ) -> tuple[Any, ConfigError | None]:
+    """Resolve as far as the pipeline gets: (the draft or resolved config, the error if any).
+
+    On an invalid configuration the draft still holds every value as the plugins left it,
+    with provenance, which is what ``explain`` and ``diff`` show.
+    """
     from ._sources import take_config_files
 
-    kernel, rest = _kernel(options, args)
+    files, rest = take_config_files([*config_tokens(options), *args])
+    if rest[:1] == ["--"]:
+        rest = rest[1:]
+    draft, sink = kernel.parse(rest, config_files=files, defaults=defaults_from(options),
+                               environ=os.environ, target=target_from(options))
+    try:
+        return kernel.finish(draft, sink), None
+    except ConfigError as exc:
+        return draft, exc
+
+
+def involves(kernel: Any, problem: Problem, dest: str) -> bool:
+    """Whether ``problem`` names the setting ``dest`` (by any of its spellings)."""
+    for flag in problem.flags:
+        spec = kernel.table.lookup(flag) or kernel.table.by_env.get(flag)
+        if spec is not None and spec.dest == dest:
+            return True
+    spellings = [s for spec in kernel.table.by_dest.get(dest, ()) for s in spec.option_strings]
+    words = set(problem.message.replace(",", " ").replace("(", " ").replace(")", " ").split())
+    return dest in words or any(spelling in words for spelling in spellings)
+
+
+def _cmd_explain(options: argparse.Namespace, args: list[str]) -> int:
+    kernel, rest = load_kernel(options, args)
     spec = kernel.table.lookup(options.setting)
     if spec is None:
         record = kernel.inactive_flags.get(options.setting)
         if record is not None:
-            print(f"{options.setting} belongs to plugin {record.name!r}, which is "
-                  f"{record.status}: {record.reason}", file=sys.stderr)
+            print(f"megaplug explain: {options.setting} belongs to plugin {record.name!r}, "
+                  f"which is {record.status}: {record.reason}", file=sys.stderr)
             return EXIT_INVALID
         suggestion = kernel.table.suggest(options.setting, list(kernel.table.by_option)
                                           + list(kernel.table.by_dest))
-        hint = f" (did you mean {suggestion}?)" if suggestion else ""
-        print(f"megaplug explain: no setting {options.setting!r}{hint}", file=sys.stderr)
+        hint = (f"did you mean {suggestion}?" if suggestion
+                else "megaplug flags WORD finds settings")
+        print(f"megaplug explain: no setting {options.setting!r} ({hint})", file=sys.stderr)
         return EXIT_INVALID
+    _print_spec(kernel, spec)
+    config, error = resolve_partially(kernel, options, rest)
+    if spec.dest not in config:
+        print(f"value:     (removed: {spec.dest} is retired during resolution)")
+    else:
+        note = "  (as far as resolution got: the configuration is invalid)" if error else ""
+        print(f"value:     {json.dumps(encode(config[spec.dest]))}{note}")
+        print("provenance:")
+        for step in config.source(spec.dest).history():
+            print(f"  - {step.describe()}")
+    if error is None:
+        return EXIT_OK
+    mine = [p for p in error.problems if involves(kernel, p, spec.dest)]
+    others = len(error.problems) - len(mine)
+    print(f"problems involving {spec.dest}:" + ("" if mine else " none"))
+    for problem in mine:
+        print(f"  - {problem}")
+    if others:
+        print(f"({others} other problem{'s' if others != 1 else ''} in the configuration: "
+              "listed on stderr)")
+    print_problems(error.problems)
+    return EXIT_INVALID
+
+
+def _print_spec(kernel: Any, spec: Any) -> None:
     specs = kernel.table.by_dest[spec.dest]
     print(f"setting:   {spec.dest}")
     print(f"plugin:    {spec.plugin}")
@@ -370,8 +674,8 @@ def _cmd_explain(options: argparse.Namespace, args: list[str]) -> int:
         print(f"flags:     {', '.join(spellings)}")
     if spec.env:
         print(f"env:       {spec.env}")
-    print(f"kind:      {spec.kind}"
-          + (f" ({spec.argparse_action.lstrip('_')})" if spec.kind == "flag" else ""))
+    action = ACTION_NAMES.get(spec.action, spec.action)
+    print(f"kind:      {spec.kind}" + (f" ({action})" if spec.kind == "flag" else ""))
     print(f"type:      {spec.type_name or '-'}" + (f", nargs={spec.nargs}" if spec.nargs else ""))
     print(f"default:   {json.dumps(encode(spec.default))}")
     if spec.choices is not None:
@@ -380,31 +684,48 @@ def _cmd_explain(options: argparse.Namespace, args: list[str]) -> int:
         print(f"deprecated: {spec.deprecated}")
     if spec.help:
         print(f"help:      {spec.help}")
-    files, rest = take_config_files([*_config_tokens(options), *rest])
-    try:
-        resolved = kernel.resolve(rest, config_files=files, defaults=_defaults(options),
-                                  environ=os.environ, target=_target(options))
-    except ConfigError as exc:
-        print("value:     (configuration is invalid)")
-        _print_problems(exc)
-        return EXIT_INVALID
-    if spec.dest not in resolved:
-        print(f"value:     (removed: {spec.dest} is retired during resolution)")
-        return EXIT_OK
-    print(f"value:     {json.dumps(encode(resolved[spec.dest]))}")
-    print("provenance:")
-    for step in resolved.source(spec.dest).history():
-        print(f"  - {step.describe()}")
+
+
+# -- diff / schema / completion / docs -------------------------------------------------
+
+def _cmd_diff(options: argparse.Namespace, args: list[str]) -> int:
+    from ._diff import run_diff
+
+    return run_diff(options, args)
+
+
+def _cmd_schema(options: argparse.Namespace, _: list[str]) -> int:
+    from ._schema import config_schema
+
+    kernel, _rest = load_kernel(options)
+    check_plugin_name(kernel, options.plugin, "schema")
+    print(json.dumps(config_schema(kernel, options.plugin), indent=1))
+    return EXIT_OK
+
+
+def _cmd_completion(options: argparse.Namespace, _: list[str]) -> int:
+    from ._completion import completion_script
+
+    kernel, _rest = load_kernel(options)
+    sys.stdout.write(completion_script(kernel, options.shell))
     return EXIT_OK
 
 
 def _cmd_docs(options: argparse.Namespace, _: list[str]) -> int:
     from ._docs import write_reference
 
-    kernel, _rest = _kernel(options)
+    kernel, _rest = load_kernel(options)
     written = write_reference(kernel, options.out)
-    print(f"wrote {len(written)} files to {options.out}")
+    directory = os.path.abspath(options.out)
+    print(f"wrote {len(written)} files to {directory}: "
+          + ", ".join(sorted(p.name for p in written)))
     return EXIT_OK
+
+
+_HANDLERS: dict[str, Callable[[argparse.Namespace, list[str]], int]] = {
+    "list": _cmd_list, "flags": _cmd_flags, "resolve": _cmd_resolve, "explain": _cmd_explain,
+    "diff": _cmd_diff, "schema": _cmd_schema, "completion": _cmd_completion, "docs": _cmd_docs,
+}
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -8,6 +8,7 @@ under that setting with the first line of its docstring. Nothing is imported or 
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import os
 from pathlib import Path
@@ -36,30 +37,51 @@ def _source_files(module: Any) -> list[Path]:
 def _functions_by_setting(module: Any, dests: set[str]) -> dict[str, list[tuple[str, str]]]:
     found: dict[str, list[tuple[str, str]]] = {}
     for file in _source_files(module):
-        try:
-            tree = ast.parse(file.read_text(encoding="utf-8"))
-        except (OSError, SyntaxError):
-            continue
-        for node in ast.walk(tree):
-            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            if node.name in ("add_args",) or node.name.startswith("_parse"):
-                continue
-            doc = (ast.get_docstring(node) or "").strip().splitlines()
-            summary = doc[0] if doc else ""
-            mentioned: set[str] = set()
-            for inner in ast.walk(node):
-                if isinstance(inner, ast.Attribute) and inner.attr in dests:
-                    mentioned.add(inner.attr)
-                elif isinstance(inner, ast.Constant) and isinstance(inner.value, str) \
-                        and inner.value in dests:
-                    mentioned.add(inner.value)
-            for dest in mentioned:
-                entry = (node.name, summary)
+        for name, summary, names in _functions_of(file):
+            for dest in names & dests:
+                entry = (name, summary)
                 bucket = found.setdefault(dest, [])
                 if entry not in bucket:
                     bucket.append(entry)
     return found
+
+
+@functools.lru_cache(maxsize=None)
+def _functions_of(file: Path) -> tuple[tuple[str, str, frozenset[str]], ...]:
+    """(name, docstring summary, every attribute and string constant it mentions) for each
+    function in ``file``: parsed once per process, however many pages read it."""
+    try:
+        tree = ast.parse(file.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError):
+        return ()
+    functions = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if node.name in ("add_args",) or node.name.startswith("_parse"):
+            continue
+        doc = (ast.get_docstring(node) or "").strip().splitlines()
+        mentioned = set()
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.Attribute):
+                mentioned.add(inner.attr)
+            elif isinstance(inner, ast.Constant) and isinstance(inner.value, str):
+                mentioned.add(inner.value)
+        functions.append((node.name, doc[0] if doc else "", frozenset(mentioned)))
+    return tuple(functions)
+
+
+def _checks_by_setting(kernel: Any) -> dict[str, list[tuple[str, str]]]:
+    """Every active plugin's functions that read each setting, as "plugin.function"."""
+    dests = {s.dest for s in kernel.table}
+    checks: dict[str, list[tuple[str, str]]] = {}
+    for name in kernel.plugins.order:
+        module = kernel.plugins.records[name].module
+        owner = getattr(module, "megaplug_plugin", None)
+        prefix = f"{owner.name}." if owner is not None else ""
+        for dest, functions in _functions_by_setting(module, dests).items():
+            checks.setdefault(dest, []).extend((prefix + f, s) for f, s in functions)
+    return checks
 
 
 def _cell(value: Any) -> str:
@@ -67,21 +89,23 @@ def _cell(value: Any) -> str:
     return text.replace("|", "\\|")
 
 
-def render_plugin(kernel: Any, name: str) -> str:
-    """The Markdown reference page of one plugin."""
+def render_plugin(kernel: Any, name: str,
+                  checks: dict[str, list[tuple[str, str]]] | None = None) -> str:
+    """The Markdown reference page of one plugin (active, or unavailable: then the flags it
+    would add)."""
     record = kernel.plugins.records[name]
-    specs = [s for s in kernel.table if s.plugin == name]
-    modules = [kernel.plugins.records[n].module for n in kernel.plugins.order]
-    dests = {s.dest for s in kernel.table}
-    checks: dict[str, list[tuple[str, str]]] = {}
-    for module in modules:
-        for dest, functions in _functions_by_setting(module, dests).items():
-            owner = getattr(module, "megaplug_plugin", None)
-            prefix = f"{owner.name}." if owner is not None else ""
-            checks.setdefault(dest, []).extend((prefix + f, s) for f, s in functions)
+    if record.status == "active":
+        specs = [s for s in kernel.table if s.plugin == name]
+    else:
+        specs = list(kernel.inactive_specs.get(name, ()))
+    if checks is None:
+        checks = _checks_by_setting(kernel)
     lines = [f"# Plugin `{name}`", ""]
     if record.info and record.info.description:
         lines += [record.info.description, ""]
+    if record.status != "active":
+        lines += [f"**{record.status}** here: {record.reason}. These are the flags it adds "
+                  "where it is available.", ""]
     lines += [
         f"- distribution: {record.distribution or record.source}",
         f"- runs after: {', '.join(record.after) or '-'}; "
@@ -119,21 +143,25 @@ def render_plugin(kernel: Any, name: str) -> str:
 
 
 def write_reference(kernel: Any, out: str | os.PathLike[str]) -> list[Path]:
-    """Write ``index.md`` and one page per active plugin into ``out``; returns the paths."""
+    """Write ``index.md`` and one page per active or unavailable plugin into ``out``;
+    returns the paths. Blocked and broken plugins are left out of the reference."""
     directory = Path(out)
     directory.mkdir(parents=True, exist_ok=True)
+    checks = _checks_by_setting(kernel)
     written = []
     index = ["# Flag reference", "", "Generated by `megaplug docs --out docs/flags`; do not edit.",
              "", "| plugin | status | flags |", "|---|---|---|"]
     for name in sorted(kernel.plugins.records):
         record = kernel.plugins.records[name]
-        count = sum(1 for s in kernel.table if s.plugin == name and s.kind == "flag")
-        link = f"[{name}]({name}.md)" if record.status == "active" else name
-        index.append(f"| {link} | {record.status} | {count} |")
-        if record.status == "active":
-            path = directory / f"{name}.md"
-            path.write_text(render_plugin(kernel, name), encoding="utf-8")
-            written.append(path)
+        if record.status not in ("active", "unavailable"):
+            continue
+        specs = (kernel.table.plugin_specs(name) if record.status == "active"
+                 else kernel.inactive_specs.get(name, []))
+        count = sum(1 for s in specs if s.kind == "flag")
+        index.append(f"| [{name}]({name}.md) | {record.status} | {count} |")
+        path = directory / f"{name}.md"
+        path.write_text(render_plugin(kernel, name, checks), encoding="utf-8")
+        written.append(path)
     index_path = directory / "index.md"
     index_path.write_text("\n".join(index) + "\n", encoding="utf-8")
     written.append(index_path)

@@ -47,6 +47,8 @@ class Kernel:
         self.table = FlagTable()
         self.setup_problems: list[Problem] = []
         self.inactive_flags: dict[str, PluginRecord] = {}
+        #: The flag specs an inactive plugin would declare, by plugin (``megaplug flags``).
+        self.inactive_specs: dict[str, list[FlagSpec]] = {}
         self._parser: _HelpParser | None = None
         self._snapshot: dict[str, Any] = {}
         #: Seconds spent per stage: "add_args" once, then per resolve "parse",
@@ -115,6 +117,7 @@ class Kernel:
             function(FlagDeclarations(shadow, record.name))
         except Exception:
             return
+        self.inactive_specs.setdefault(record.name, list(shadow))
         for option in shadow.by_option:
             if option not in self.table.by_option:
                 self.inactive_flags.setdefault(option, record)
