@@ -38,8 +38,12 @@ class _ArgumentParser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The parser of megaplug's own options; training flags are not in it (they follow ``--``)."""
+def build_parser(completing: bool = False) -> argparse.ArgumentParser:
+    """The parser of megaplug's own options; training flags are not in it (they follow ``--``).
+
+    ``completing`` leaves out diff's positionals: the completion script completes them,
+    with the training flags, as one list of words.
+    """
     parser = _ArgumentParser(
         prog="megaplug",
         description="Inspect megaplug plugins and flags, and resolve training configurations.",
@@ -95,15 +99,16 @@ def build_parser() -> argparse.ArgumentParser:
                    usage="megaplug diff A [B] [options] [--] [ARGS...]",
                    epilog="A and B are each a config file, a saved `megaplug resolve` output "
                           "(JSON or YAML) or a\ncheckpoint directory (its saved arguments). "
-                          "ARGS are resolved on top of each config file;\nwith one of A and B "
-                          "given, the other side is ARGS alone: `megaplug diff CHECKPOINT_DIR "
-                          "--\n--num-layers 24 ...` shows what this command line changes "
-                          "against the checkpoint.")
-    diff.add_argument("sides", nargs="+", metavar="A [B]", help="what to compare")
+                          "With A and B, ARGS are resolved on top of each config\nfile; with "
+                          "A alone, the other side is ARGS: `megaplug diff CHECKPOINT_DIR -- "
+                          "--num-layers 24 ...`\nshows what this command line changes against "
+                          "the checkpoint it resumes from.")
+    if not completing:
+        diff.add_argument("sides", nargs="+", metavar="A [B]", help="what to compare")
     diff.add_argument("--json", action="store_true", help="print JSON")
     diff.add_argument("--exit-code", action="store_true",
                       help="exit 1 when something differs (like git diff --exit-code)")
-    _resolve_options(diff)
+    _resolve_options(diff, config=False)
     _plugin_options(diff)
 
     schema = command("schema", "a JSON Schema (draft 2020-12) of config files, for editors",
@@ -141,9 +146,10 @@ def _plugin_options(sub: argparse.ArgumentParser) -> None:
                        help="do not load plugins from installed entry points")
 
 
-def _resolve_options(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument("--config", action="append", default=[], metavar="FILE",
-                     help="YAML or JSON file of settings (repeatable; later files win)")
+def _resolve_options(sub: argparse.ArgumentParser, config: bool = True) -> None:
+    if config:
+        sub.add_argument("--config", action="append", default=[], metavar="FILE",
+                         help="YAML or JSON file of settings (repeatable; later files win)")
     sub.add_argument("--defaults", metavar="JSON",
                      help="caller defaults as a JSON object (or @file), like args_defaults")
     sub.add_argument("--assume", action="append", default=[], metavar="NAME=VERSION",
@@ -562,7 +568,7 @@ def defaults_from(options: argparse.Namespace) -> dict[str, Any]:
 def config_tokens(options: argparse.Namespace) -> list[str]:
     """The command's ``--config`` files as argv tokens."""
     tokens: list[str] = []
-    for path in options.config:
+    for path in getattr(options, "config", ()):
         tokens += ["--config", path]
     return tokens
 

@@ -6,31 +6,7 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
-
-import pytest
-
-from megaplug._cli import main
-
-HERE = Path(__file__).resolve().parent
-BUILTINS = "model,parallel,precision,training,checkpointing,data,logging,resilience,experimental"
-
-
-@pytest.fixture
-def toy_env(monkeypatch, tmp_path):
-    """Only the toy core plugin: built-ins blocked, entry points off, a private cache."""
-    monkeypatch.setenv("MEGAPLUG_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("MEGAPLUG_DISABLE", BUILTINS)
-    monkeypatch.setenv("MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD", "1")
-    monkeypatch.setenv("MEGAPLUG_PLUGINS", "toy_module_plugin")
-    monkeypatch.delenv("RANK", raising=False)
-    monkeypatch.delenv("WORLD_SIZE", raising=False)
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from cli_support import run, subprocess_env
 
 
 def test_list_json_shows_status_reasons_hooks(toy_env, capsys):
@@ -46,7 +22,7 @@ def test_flags_json(toy_env, capsys):
     code, out, _ = run(capsys, "flags", "--json")
     rows = {row["dest"]: row for row in json.loads(out)}
     assert code == 0
-    assert rows["fusion"]["action"] == "StoreFalseAction"
+    assert rows["fusion"]["action"] == "store_false"
     assert rows["partial"]["action"] == "BooleanOptionalAction"
     assert rows["backend"]["choices"] == ["Backend.flash", "Backend.fused", "Backend.auto"]
     assert rows["old_lr"]["deprecated"] == "use --lr"
@@ -116,12 +92,6 @@ def test_docs_writes_reference(toy_env, capsys, tmp_path):
     assert "[core](core.md)" in (tmp_path / "index.md").read_text()
 
 
-def _subprocess_env():
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")])
-    return env
-
-
 def test_python_dash_m_and_no_torch_import():
     code = (
         "import sys, megaplug, megaplug.megatron\n"
@@ -133,10 +103,10 @@ def test_python_dash_m_and_no_torch_import():
         "print('torch' in sys.modules)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            env=_subprocess_env(), check=True)
+                            env=subprocess_env(), check=True)
     assert result.stdout.strip().splitlines()[-1] == "False"
     result = subprocess.run([sys.executable, "-m", "megaplug", "list", "--json"],
-                            capture_output=True, text=True, env=_subprocess_env())
+                            capture_output=True, text=True, env=subprocess_env())
     assert result.returncode == 0 and json.loads(result.stdout)
 
 
