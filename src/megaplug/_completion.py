@@ -31,7 +31,7 @@ def completion_script(kernel: Any, shell: str) -> str:
     if shell not in SHELLS:
         raise ValueError(f"no completion for {shell!r}; choose from {', '.join(SHELLS)}")
     data = _CompletionData(kernel)
-    parser = completion_parser(kernel)
+    parser = completion_parser(kernel, shell)
     preamble = {"bash": _bash_preamble, "zsh": _zsh_preamble, "fish": _fish_preamble}[shell](data)
     script = shtab.complete(parser, shell=shell, preamble={shell: preamble})
     if shell == "bash":
@@ -66,7 +66,7 @@ def _one_line(text: str) -> str:
     return line if len(line) <= 70 else line[:67].rstrip() + "..."
 
 
-def completion_parser(kernel: Any) -> argparse.ArgumentParser:
+def completion_parser(kernel: Any, shell: str = "bash") -> argparse.ArgumentParser:
     """megaplug's parser with what shtab needs to complete it: choices and positionals."""
     import shtab
 
@@ -76,7 +76,9 @@ def completion_parser(kernel: Any) -> argparse.ArgumentParser:
     for name, sub in subcommands.choices.items():
         for action in sub._actions:
             if "-p" in action.option_strings:
-                action.choices = _controls(kernel)
+                # a ':' would end zsh's option spec early (shtab does not escape it)
+                action.choices = [c.replace(":", "\\:") if shell == "zsh" else c
+                                  for c in _controls(kernel)]
             elif action.dest == "plugin":
                 action.choices = sorted(kernel.plugins.records)
             elif action.dest == "config":
