@@ -1,0 +1,63 @@
+"""Helpers for testing a plugin: a valid core command line, and resolving with your flags.
+
+A plugin's test should not have to find out which core flags Megatron requires before
+its own check can run::
+
+    from megaplug.testing import problems, resolve
+
+    def test_rank_below_hidden_size():
+        found = problems("--hidden-size", "64", "--lora-rank", "64")
+        assert [p.message for p in found if p.plugin == "lora"] == [
+            "--lora-rank 64 is not smaller than --hidden-size 64"]
+
+    def test_scaling_is_derived():
+        assert resolve("--lora-rank", "8", "--lora-alpha", "16").lora_scaling == 2.0
+
+Flags given later win, so a test overrides any core value by passing it. The environment
+is empty unless given (no RANK / WORLD_SIZE / MEGAPLUG_* from the shell that runs the
+tests), so results do not depend on where the tests run. A plugin not installed as a
+distribution can be passed as ``plugins=[module]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+#: The smallest valid core configuration: what Megatron requires, nothing else.
+MINIMAL_ARGV: tuple[str, ...] = (
+    "--num-layers", "2",
+    "--hidden-size", "64",
+    "--num-attention-heads", "4",
+    "--seq-length", "128",
+    "--max-position-embeddings", "128",
+    "--micro-batch-size", "1",
+)
+
+
+def minimal_argv(*extra: str) -> list[str]:
+    """:data:`MINIMAL_ARGV` followed by ``extra`` (whose values win over the core ones)."""
+    return [*MINIMAL_ARGV, *extra]
+
+
+def resolve(*extra: str, environ: Mapping[str, str] | None = None,
+            plugins: Sequence[object] = (), **kwargs: Any) -> Any:
+    """Resolve the minimal core configuration plus ``extra``; raises ``ConfigError``.
+
+    ``kwargs`` go to :func:`megaplug.resolve` (``config_files``, ``defaults``, ``target``).
+    """
+    from ._api import resolve as resolve_argv
+
+    return resolve_argv(minimal_argv(*extra), environ=dict(environ or {}), plugins=plugins,
+                        **kwargs)
+
+
+def problems(*extra: str, environ: Mapping[str, str] | None = None,
+             plugins: Sequence[object] = (), **kwargs: Any) -> list[Any]:
+    """Every problem resolving the minimal configuration plus ``extra`` finds (none: ``[]``)."""
+    from ._errors import ConfigError
+
+    try:
+        resolve(*extra, environ=environ, plugins=plugins, **kwargs)
+    except ConfigError as error:
+        return list(error.problems)
+    return []
