@@ -192,6 +192,8 @@ def _run(tokens: list[str]) -> int:
                 raise UsageError("megaplug explain: which setting? give DEST_OR_FLAG, e.g. "
                                  "megaplug explain ffn_hidden_size -- ARGS...")
             options.setting = setting
+        if options.command == "flags" and options.word is None and len(unknown) == 1:
+            options.word, unknown = unknown[0], []  # `megaplug flags --num-layers`
         if options.command not in ("resolve", "explain", "diff") and unknown:
             raise UsageError(f"megaplug {options.command}: unrecognized arguments: "
                              + " ".join(unknown) + f" (see megaplug {options.command} --help)")
