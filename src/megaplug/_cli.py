@@ -412,11 +412,12 @@ def _cmd_version(options: argparse.Namespace) -> int:
           f"{os.path.dirname(package_file)})")
     rows = sorted(_listing(options)["rows"], key=lambda r: r["name"])
     width = max((len(r["name"]) for r in rows), default=0)
+    origin_width = max((len(r["distribution"] or r["source"]) for r in rows), default=0)
     for row in rows:
         status = row["status"] if row["status"] == "active" else (
             f"{row['status']}: {row['reason']}" if row["reason"] else row["status"])
         print(f"  {row['name']:<{width}}  {row['version'] or '-':<8}  "
-              f"{row['distribution'] or row['source']}  ({status})")
+              f"{row['distribution'] or row['source']:<{origin_width}}  ({status})")
     return EXIT_OK
 
 

@@ -68,7 +68,7 @@ def test_version_prints_megaplug_and_every_plugin(capsys, clean_env):
     assert code == 0 and lines[0].startswith(f"megaplug {megaplug.__version__} (Python ")
     plugins = {line.split()[0]: line for line in lines[1:]}
     assert {"model", "training", "moe", "kitchen"} <= set(plugins)
-    assert "megaplug-moe  (active)" in plugins["moe"]
+    assert plugins["moe"].split() == ["moe", "0.1.0", "megaplug-moe", "(active)"]
     assert "(unavailable: requires kitchen, not installed)" in plugins["kitchen"]
 
 
