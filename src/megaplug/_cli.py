@@ -583,7 +583,7 @@ def _cmd_resolve(options: argparse.Namespace, args: list[str]) -> int:
     target = target_from(options)
     namespace = parse_and_validate_args(
         argv=[*_plugin_controls(options), *config_tokens(options), *args], environ=os.environ,
-        args_defaults=defaults_from(options), target=target, torch_types=False)
+        args_defaults=defaults_from(options), target=target, torch_types=False, register=False)
     provenance = provenance_of(namespace)
     values = {k: encode(v) for k, v in vars(namespace).items()}
     if options.provenance:
@@ -604,24 +604,48 @@ def _cmd_resolve(options: argparse.Namespace, args: list[str]) -> int:
     return EXIT_OK
 
 
-def resolve_partially(kernel: Any, options: argparse.Namespace, args: Sequence[str],
+class _Explained:
+    """A resolved namespace read like a draft: values by key, ``source(dest)``."""
+
+    def __init__(self, values: dict[str, Any], provenance: dict[str, Any]) -> None:
+        self._values, self._provenance = values, provenance
+
+    def __getitem__(self, dest: str) -> Any:
+        return self._values[dest]
+
+    def __contains__(self, dest: object) -> bool:
+        return dest in self._values
+
+    def __iter__(self) -> Any:
+        return iter(self._values)
+
+    def source(self, dest: str) -> Any:
+        return self._provenance[dest]
+
+
+def resolve_partially(options: argparse.Namespace, args: Sequence[str],
                       ) -> tuple[Any, ConfigError | None]:
-    """Resolve as far as the pipeline gets: (the draft or resolved config, the error if any).
+    """Resolve as far as the pipeline gets: (the config, the error if any).
 
-    On an invalid configuration the draft still holds every value as the plugins left it,
-    with provenance, which is what ``explain`` and ``diff`` show.
+    The same pipeline as ``resolve`` -- the Megatron facade's, checkpoint arguments
+    (``--use-checkpoint-args``) included. On an invalid configuration the config is the
+    draft as the plugins left it, with provenance, which is what ``explain`` and ``diff``
+    show.
     """
-    from ._sources import take_config_files
+    from .megatron import ConfigError as FacadeError
+    from .megatron import parse_and_validate_args
+    from .megatron import provenance as provenance_of
 
-    files, rest = take_config_files([*config_tokens(options), *args])
-    if rest[:1] == ["--"]:
-        rest = rest[1:]
-    draft, sink = kernel.parse(rest, config_files=files, defaults=defaults_from(options),
-                               environ=os.environ, target=target_from(options))
     try:
-        return kernel.finish(draft, sink), None
-    except ConfigError as exc:
-        return draft, exc
+        namespace = parse_and_validate_args(
+            argv=[*_plugin_controls(options), *config_tokens(options), *args],
+            environ=os.environ, args_defaults=defaults_from(options),
+            target=target_from(options), torch_types=False, register=False)
+    except FacadeError as exc:
+        return exc.partial, exc
+    provenance = provenance_of(namespace)
+    values = {key: value for key, value in vars(namespace).items() if key in provenance}
+    return _Explained(values, provenance), None
 
 
 def involves(kernel: Any, problem: Problem, dest: str) -> bool:
@@ -651,7 +675,7 @@ def _cmd_explain(options: argparse.Namespace, args: list[str]) -> int:
         print(f"megaplug explain: no setting {options.setting!r} ({hint})", file=sys.stderr)
         return EXIT_INVALID
     _print_spec(kernel, spec)
-    config, error = resolve_partially(kernel, options, rest)
+    config, error = resolve_partially(options, args)
     if spec.dest not in config:
         print(f"value:     (removed: {spec.dest} is retired during resolution)")
     else:

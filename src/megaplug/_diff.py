@@ -94,7 +94,7 @@ def _is_resolve_output(kernel: Any, data: dict[str, Any]) -> bool:
 
 def _resolved_side(kernel: Any, options: argparse.Namespace, label: str, kind: str,
                    args: Sequence[str]) -> Side:
-    config, error = resolve_partially(kernel, options, args)
+    config, error = resolve_partially(options, args)
     values = {dest: encode(config[dest]) for dest in config}
     provenance = {dest: config.source(dest).describe() for dest in config}
     return Side(label, kind, values, provenance, error.problems if error else ())

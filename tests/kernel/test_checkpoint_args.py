@@ -88,3 +88,34 @@ def test_megatron_rules_fill_and_force():
 
 def test_enum_types_are_collected_from_defaults_and_choices():
     assert enum_types([Backend.auto, [Backend.flash], 3, None]) == [Backend]
+
+
+def _cli(*argv, env=None):
+    import contextlib
+    import io
+
+    from megaplug._cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+CORE = ["--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4",
+        "--seq-length", "32", "--max-position-embeddings", "32", "--micro-batch-size", "1",
+        "--train-iters", "1", "--lr", "1e-4", "--tokenizer-type", "NullTokenizer",
+        "--vocab-size", "100"]
+
+
+def test_explain_and_resolve_take_the_checkpoints_arguments_alike(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    saved = argparse.Namespace(num_layers=6, hidden_size=64, num_attention_heads=4, swiglu=True)
+    write_checkpoint(tmp_path, {"args": saved, "checkpoint_version": 3.0, "iteration": 10})
+    argv = ["--", *CORE, "--load", str(tmp_path), "--use-checkpoint-args"]
+    code, out, _ = _cli("explain", "swiglu", *argv)
+    assert code == 0
+    assert "value:     true" in out
+    assert f"checkpoint {tmp_path}" in out or "checkpoint" in out.split("provenance:")[1]
+    code, out, _ = _cli("resolve", "--format", "json", *argv)
+    assert code == 0 and '"swiglu": true' in out

@@ -34,8 +34,14 @@ class ConfigError(_errors.ConfigError, AssertionError):
     """Every problem with the arguments, at once.
 
     Also an ``AssertionError``: Megatron's own checks are asserts, and code around
-    Megatron (its tests, launchers) catches that.
+    Megatron (its tests, launchers) catches that. ``partial`` is the configuration as far as
+    the pipeline got (a :class:`megaplug.Draft`, with provenance), or None when it failed
+    before validation.
     """
+
+    def __init__(self, problems: Any, partial: Draft | None = None) -> None:
+        super().__init__(problems)
+        self.partial = partial
 
 
 def parse_args(
@@ -116,10 +122,11 @@ def validate_args(
         target = target.with_environ(env)  # a copy: the caller may reuse its target
     if defaults:
         kernel.apply_caller_defaults(defaults, values, provenance, sink)
+    draft = Draft(values, provenance, kernel.table, sink, target)
     try:
-        resolved = kernel.finish(Draft(values, provenance, kernel.table, sink, target), sink)
+        resolved = kernel.finish(draft, sink)
     except _errors.ConfigError as exc:
-        raise ConfigError(exc.problems) from None
+        raise ConfigError(exc.problems, partial=draft) from None
     final = resolved.to_dict()
     for key in list(vars(args)):
         if key not in final:
