@@ -6,6 +6,8 @@ import argparse
 
 import pytest
 
+import megaplug.megatron
+
 import megaplug
 from megaplug.megatron import (
     add_megatron_arguments,
@@ -110,3 +112,102 @@ def test_use_checkpoint_args_from_caller_defaults_needs_load_too():
                              r"needs a checkpoint"):
         parse_and_validate_args(argv=BASE, environ=ENV, target=target(),
                                 args_defaults={"use_checkpoint_args": True})
+
+
+def test_namespace_holds_only_values_and_pickles():
+    import pickle
+
+    args = parse_and_validate_args(argv=BASE, environ=ENV, target=target(), torch_types=False)
+    assert not [key for key in vars(args) if key.startswith("_megaplug")]
+    restored = pickle.loads(pickle.dumps(args))
+    assert vars(restored) == vars(args)
+    assert megaplug.megatron.provenance(args)["ffn_hidden_size"].source == "derived"
+    assert megaplug.megatron.provenance(restored) == {}  # provenance stays with the original
+
+
+def test_exit_signal_is_a_signal_like_megatrons():
+    import signal
+
+    args = parse_and_validate_args(argv=[*BASE, "--exit-signal", "SIGUSR1"], environ=ENV,
+                                   target=target(), torch_types=False)
+    assert args.exit_signal is signal.SIGUSR1
+
+
+def test_config_error_is_an_assertion_error_carrying_every_problem():
+    with pytest.raises(AssertionError) as info:
+        parse_and_validate_args(argv=[*BASE, "--hidden-size", "66", "--no-such-flag"],
+                                environ=ENV, target=target())
+    assert isinstance(info.value, megaplug.ConfigError)
+    assert len(info.value.problems) >= 2
+    assert info.value.partial["hidden_size"] == 66
+
+
+def test_a_provider_gets_a_real_argparse_parser():
+    class Upper(argparse.Action):
+        def __call__(self, parser, namespace, values, option_string=None):
+            setattr(namespace, self.dest, values.upper())
+
+    seen = {}
+
+    def provider(parser):
+        seen["has_num_layers"] = any(a.dest == "num_layers" for a in parser._actions)
+        parser.add_argument("--special-tokens", nargs="*", default=["<image>"])  # shared dest
+        parser.add_argument("--shout", action=Upper, default="quiet")
+        parser.set_defaults(seed=4321, marker="set")
+        return parser
+
+    args = parse_and_validate_args(provider, argv=[*BASE, "--shout", "hi"], environ=ENV,
+                                   target=target())
+    assert seen["has_num_layers"] is True
+    assert args.special_tokens is None  # argparse: the first declaration's default stands
+    assert (args.shout, args.seed, args.marker) == ("HI", 4321, "set")
+    assert megaplug.megatron.provenance(args)["shout"].source == "command-line"
+    given = parse_and_validate_args(provider, argv=[*BASE, "--special-tokens", "<a>", "<b>"],
+                                    environ=ENV, target=target())
+    assert given.special_tokens == ["<a>", "<b>"]
+
+
+def test_a_bad_provider_value_is_a_problem_not_an_exit():
+    def provider(parser):
+        parser.add_argument("--img-size", type=int, default=3)
+        return parser
+
+    with pytest.raises(megaplug.ConfigError) as info:
+        parse_and_validate_args(provider, argv=[*BASE, "--img-size", "big"], environ=ENV,
+                                target=target())
+    assert any("--img-size" in p.message for p in info.value.problems)
+
+
+def test_group_adders_add_just_their_group():
+    from megaplug.megatron import GROUP_ADDERS, _add_tokenizer_args
+
+    parser = _add_tokenizer_args(argparse.ArgumentParser())
+    dests = {action.dest for action in parser._actions} - {"help"}
+    assert {"tokenizer_type", "vocab_size", "special_tokens"} <= dests
+    assert "num_layers" not in dests
+    assert "_add_network_size_args" in GROUP_ADDERS and len(GROUP_ADDERS) >= 30
+
+
+@pytest.mark.parametrize("helper,text,expected", [
+    ("moe_freq_type", "([1]*3+[0]*1)*2", [1, 1, 1, 0, 1, 1, 1, 0]),
+    ("moe_freq_type", "4", 4),
+    ("no_rope_freq_type", None, None),
+    ("tuple_type", "(1,2,3)", (1, 2, 3)),
+    ("compress_ratios_type", "[4]*2", [4, 4]),
+])
+def test_pattern_helpers(helper, text, expected):
+    assert getattr(megaplug.megatron, helper)(text) == expected
+
+
+def test_pattern_helpers_never_run_code():
+    with pytest.raises(ValueError):
+        megaplug.megatron.moe_freq_type("[__import__('os').system('true')]")
+
+
+def test_the_switch_needs_a_script(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "megaplug.megatron", str(tmp_path / "no.py")],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "no such script" in done.stderr

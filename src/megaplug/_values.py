@@ -45,6 +45,9 @@ class TorchDType:
     def __hash__(self) -> int:
         return hash(("TorchDType", self.name))
 
+    def __reduce__(self) -> tuple[type, tuple[str]]:
+        return (TorchDType, (self.name,))  # immutable: rebuilt from its name, not set
+
     def to_torch(self) -> Any:
         import torch
 
