@@ -2,31 +2,50 @@
 # On a GPU machine: Megatron-LM's own pretrain_gpt.py, unmodified, trained twice with the
 # same seed -- once with Megatron's arguments module, once through megaplug's switch
 # (python -m megaplug.megatron) -- the per-iteration losses side by side, then each run's
-# checkpoint resumed by the other (--use-checkpoint-args). Prints a PASS/FAIL summary.
+# checkpoint resumed by the other (--use-checkpoint-args). Prints a PASS/FAIL summary and
+# exits 1 when anything failed.
 #
-#   MEGATRON_LM=/path/to/Megatron-LM [PYTHON=python3] [ITERS=50] bash scripts/gpu-check.sh
+#   MEGATRON_LM=/path/to/Megatron-LM [PYTHON=python3] [ITERS=50] [OUT=DIR] [CKPT_DIR=DIR] \
+#       [RUN_TIMEOUT=SECONDS] bash scripts/gpu-check.sh
+#
+# Logs and loss tables go to $OUT/gpu-check (default /tmp/gpu-check); checkpoints to
+# $CKPT_DIR, or to a temporary folder removed at the end. RUN_TIMEOUT bounds each training.
 #
 # Needs: a CUDA GPU, torch, megaplug and its plugins importable by $PYTHON, a Megatron-LM
-# checkout (its megatron/ package is used, as `python pretrain_gpt.py` would). Transformer
-# Engine and Apex are not needed (--transformer-impl local).
+# checkout (its megatron/ package is used, as `python pretrain_gpt.py` would), make and a C++
+# compiler for Megatron's dataset helpers. Transformer Engine and Apex are not needed
+# (--transformer-impl local; no fused softmax, persistent layer norm or gradient-accumulation
+# kernels).
 set -uo pipefail
+MLM="$(cd "${MEGATRON_LM:?set MEGATRON_LM to a Megatron-LM checkout}" && pwd)" || exit 2
 cd "$(dirname "$0")/.."
-MLM="${MEGATRON_LM:?set MEGATRON_LM to a Megatron-LM checkout}"
 PY="${PYTHON:-python3}"
 ITERS="${ITERS:-50}"
+RESUME=$((ITERS + 10))
 WORK="${OUT:-/tmp}/gpu-check"
 rm -rf "$WORK"; mkdir -p "$WORK"
+if [ -n "${CKPT_DIR:-}" ]; then CKPT="$CKPT_DIR"; mkdir -p "$CKPT"
+else CKPT="$(mktemp -d /tmp/gpu-check-ckpt.XXXXXX)"; trap 'rm -rf "$CKPT"' EXIT; fi
 # Never NVLink multicast on a shared host.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export CUDA_DEVICE_MAX_CONNECTIONS=1 PYTHONUNBUFFERED=1
 RESULTS=()
 record() { RESULTS+=("$1 $2"); echo "== $1: $2"; }
 
+# The same model, schedule and data for every run. The learning-rate schedule spans the
+# resumed runs too (--lr-decay-iters); the resumes take the scheduler from the checkpoint
+# (--use-checkpoint-opt_param-scheduler): otherwise Megatron refuses it, its weight-decay
+# span (train_iters x global batch) differing.
+# No Apex: no fused masked softmax (its kernel ships with Apex), no gradient-accumulation fusion,
+# no persistent layer norm (torch's LayerNorm stands in for Apex's and refuses it).
 MODEL=(--num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 512
        --max-position-embeddings 512 --micro-batch-size 4 --global-batch-size 32
-       --lr 3e-4 --min-lr 3e-5 --lr-decay-style cosine --lr-warmup-iters 5 --weight-decay 0.1
+       --lr 3e-4 --min-lr 3e-5 --lr-decay-style cosine --lr-warmup-iters 5
+       --lr-decay-iters "$RESUME" --weight-decay 0.1
        --clip-grad 1.0 --mock-data --tokenizer-type NullTokenizer --vocab-size 32000 --bf16
-       --transformer-impl local --no-gradient-accumulation-fusion --log-interval 1
+       --transformer-impl local --no-gradient-accumulation-fusion --no-masked-softmax-fusion
+       --no-persist-layer-norm
+       --log-interval 1 --log-throughput
        --eval-iters 0 --eval-interval 100000 --seed 1234 --ckpt-format torch
        --save-interval "$ITERS")
 
@@ -34,59 +53,109 @@ train() {  # train NAME SWITCH(megatron|megaplug) EXTRA_ARGS...
     local name="$1" switch="$2"; shift 2
     local launcher=("$PY" -m torch.distributed.run --standalone --nproc-per-node 1)
     if [ "$switch" = megaplug ]; then launcher+=(-m megaplug.megatron); fi
+    if [ -n "${RUN_TIMEOUT:-}" ]; then launcher=(timeout "$RUN_TIMEOUT" "${launcher[@]}"); fi
     local started=$SECONDS
     (cd "$MLM" && "${launcher[@]}" pretrain_gpt.py "${MODEL[@]}" "$@") > "$WORK/$name.log" 2>&1
     local status=$?
     echo "$name: exit $status in $((SECONDS - started)) s ($WORK/$name.log)"
-    tail -n 3 "$WORK/$name.log"
+    if [ $status -eq 0 ]; then tail -n 3 "$WORK/$name.log"
+    else grep -v -i -e warn -e '^ *$' "$WORK/$name.log" | tail -n 25; fi
     return $status
 }
 
-losses() {  # the "lm loss" of each logged iteration: "ITER LOSS" lines
-    sed -n 's/.*iteration *\([0-9]*\)\/.*lm loss: \([0-9.E+-]*\).*/\1 \2/p' "$1"
+losses() {  # each logged iteration: "ITER LM_LOSS GRAD_NORM MS_PER_ITER"
+    sed -n 's/.*iteration *\([0-9]*\)\/.*elapsed time per iteration (ms): \([0-9.]*\).*lm loss: \([0-9.E+-]*\).*grad norm: \([0-9.naif]*\).*/\1 \3 \4 \2/p' "$1"
+}
+
+compare() {  # compare NAME_A LOG_A NAME_B LOG_B MIN_ITERATIONS: the losses side by side
+    losses "$2" > "$WORK/loss-$1.txt"
+    losses "$4" > "$WORK/loss-$3.txt"
+    "$PY" - "$1" "$WORK/loss-$1.txt" "$3" "$WORK/loss-$3.txt" "$5" <<'PYEOF'
+import statistics, sys
+na, pa, nb, pb, least = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+def read(path):
+    return {int(f[0]): f[1:] for f in (line.split() for line in open(path)) if len(f) == 4}
+a, b = read(pa), read(pb)
+print(f"{'iter':>5} {na + ' loss':>16} {nb + ' loss':>16} {'grad norm':>10} {'grad norm':>10}")
+for it in sorted(set(a) | set(b)):
+    la, ga = (a[it][0], a[it][1]) if it in a else ("-", "-")
+    lb, gb = (b[it][0], b[it][1]) if it in b else ("-", "-")
+    print(f"{it:>5} {la:>16} {lb:>16} {ga:>10} {gb:>10}")
+both = [it for it in a if it in b]
+same = [it for it in both if a[it][:2] == b[it][:2]]
+close = [it for it in both
+         if abs(float(a[it][0]) - float(b[it][0])) <= 1e-3 * abs(float(a[it][0]))]
+print(f"iterations logged: {na} {len(a)}, {nb} {len(b)}; identical as printed (loss and grad "
+      f"norm) {len(same)}, loss within 0.1% {len(close)}")
+for name, runs in ((na, a), (nb, b)):
+    times = [float(v[2]) for it, v in sorted(runs.items())[1:]]  # the first holds start-up
+    if times:
+        ms = statistics.median(times)
+        print(f"{name}: median {ms:.1f} ms/iteration after the first, "
+              f"{32 * 512 / ms * 1000:.0f} tokens/s (global batch 32 x 512 tokens)")
+ok = len(a) >= least and len(b) >= least and len(close) == len(a) == len(b)
+print(f"== {na}-vs-{nb}:", "PASS" if ok else "FAIL")
+sys.exit(0 if ok else 1)
+PYEOF
+}
+
+resumed() {  # resumed LOG: it continued from iteration ITERS (not from scratch) to RESUME
+    local first last
+    first=$(losses "$1" | head -n 1 | cut -d' ' -f1)
+    last=$(losses "$1" | tail -n 1 | cut -d' ' -f1)
+    echo "$(basename "$1" .log): logged iterations ${first:-none}..${last:-none}" \
+         "(expected $((ITERS + 1))..$RESUME)"
+    [ "$first" = "$((ITERS + 1))" ] && [ "$last" = "$RESUME" ]
 }
 
 nvidia-smi -L || true
 "$PY" -c 'import torch, megaplug; print("torch", torch.__version__, "cuda", torch.version.cuda,
 "gpu", torch.cuda.get_device_name(0), "capability", torch.cuda.get_device_capability(0))'
 
-train megatron megatron --train-iters "$ITERS" --save "$WORK/ckpt-megatron" \
+# Megatron compiles its dataset helpers with `make` at start-up, naming the library after
+# python3-config. Build them here once (python3-config need not be installed) so that its
+# make finds them up to date; without python3-config on PATH, one that answers is put there.
+DATASETS="$MLM/megatron/core/datasets"
+EXT="$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')"
+if ! (cd "$MLM" && "$PY" -c 'import megatron.core.datasets.helpers_cpp') 2>/dev/null; then
+    make -C "$DATASETS" LIBEXT="$EXT" || echo "gpu-check: could not build $DATASETS/helpers_cpp$EXT"
+fi
+[ -f "$DATASETS/helpers_cpp$EXT" ] && touch "$DATASETS/helpers_cpp$EXT"
+if ! command -v python3-config > /dev/null; then
+    SHIM="$(mktemp -d /tmp/gpu-check-bin.XXXXXX)"
+    printf '#!/bin/sh\necho %s\n' "$EXT" > "$SHIM/python3-config"; chmod +x "$SHIM/python3-config"
+    export PATH="$SHIM:$PATH"
+fi
+
+train megatron megatron --train-iters "$ITERS" --save "$CKPT/megatron" \
     && record "megatron-own-arguments-train" PASS || record "megatron-own-arguments-train" FAIL
-train megaplug megaplug --train-iters "$ITERS" --save "$WORK/ckpt-megaplug" \
+train megaplug megaplug --train-iters "$ITERS" --save "$CKPT/megaplug" \
     && record "megaplug-switch-train" PASS || record "megaplug-switch-train" FAIL
+compare megatron "$WORK/megatron.log" megaplug "$WORK/megaplug.log" "$ITERS" \
+    | tee "$WORK/side-by-side.txt"
+[ "${PIPESTATUS[0]}" -eq 0 ] && record "losses-side-by-side" PASS \
+    || record "losses-side-by-side" FAIL
 
-losses "$WORK/megatron.log" > "$WORK/loss-megatron.txt"
-losses "$WORK/megaplug.log" > "$WORK/loss-megaplug.txt"
-"$PY" - "$WORK/loss-megatron.txt" "$WORK/loss-megaplug.txt" "$ITERS" <<'PYEOF'
-import sys
-read = lambda p: dict(line.split() for line in open(p) if line.strip())
-a, b, iters = read(sys.argv[1]), read(sys.argv[2]), int(sys.argv[3])
-print(f"{'iter':>5} {'megatron':>14} {'megaplug':>14}")
-for it in sorted(set(a) | set(b), key=int):
-    print(f"{it:>5} {a.get(it, '-'):>14} {b.get(it, '-'):>14}")
-same = [it for it in a if it in b and float(a[it]) == float(b[it])]
-close = [it for it in a if it in b and abs(float(a[it]) - float(b[it])) <= 1e-3 * abs(float(a[it]))]
-print(f"iterations logged: megatron {len(a)}, megaplug {len(b)}; bit-identical {len(same)}, "
-      f"within 0.1% {len(close)}")
-ok = len(a) >= iters and len(b) >= iters and len(close) == len(a)
-print("== loss-side-by-side:", "PASS" if ok else "FAIL")
-PYEOF
-[ $? -eq 0 ] && RESULTS+=("loss-side-by-side see-above") || true
-
-RESUME=$((ITERS + 10))
 train resume-megaplug-from-megatron megaplug --train-iters "$RESUME" --use-checkpoint-args \
-    --load "$WORK/ckpt-megatron" --save "$WORK/ckpt-x1" --save-interval 100000 \
-    && grep -q "iteration *$RESUME/" "$WORK/resume-megaplug-from-megatron.log" \
+    --use-checkpoint-opt_param-scheduler \
+    --load "$CKPT/megatron" --save "$CKPT/x1" --save-interval 100000 \
+    && resumed "$WORK/resume-megaplug-from-megatron.log" \
     && record "megaplug-resumes-megatron-checkpoint" PASS \
     || record "megaplug-resumes-megatron-checkpoint" FAIL
 train resume-megatron-from-megaplug megatron --train-iters "$RESUME" --use-checkpoint-args \
-    --load "$WORK/ckpt-megaplug" --save "$WORK/ckpt-x2" --save-interval 100000 \
-    && grep -q "iteration *$RESUME/" "$WORK/resume-megatron-from-megaplug.log" \
+    --use-checkpoint-opt_param-scheduler \
+    --load "$CKPT/megaplug" --save "$CKPT/x2" --save-interval 100000 \
+    && resumed "$WORK/resume-megatron-from-megaplug.log" \
     && record "megatron-resumes-megaplug-checkpoint" PASS \
     || record "megatron-resumes-megaplug-checkpoint" FAIL
-losses "$WORK/resume-megaplug-from-megatron.log" | tail -n 3
-losses "$WORK/resume-megatron-from-megaplug.log" | tail -n 3
+# Both resumes start from the same state (when the first runs matched) on the same data.
+compare resume-megaplug "$WORK/resume-megaplug-from-megatron.log" \
+    resume-megatron "$WORK/resume-megatron-from-megaplug.log" 10 \
+    | tee "$WORK/resumed-side-by-side.txt"
+[ "${PIPESTATUS[0]}" -eq 0 ] && record "resumed-losses-side-by-side" PASS \
+    || record "resumed-losses-side-by-side" FAIL
 
 echo; echo "== summary"
 printf '%s\n' "${RESULTS[@]}"
-grep -h "loss-side-by-side:" "$WORK"/*.txt 2>/dev/null || true
+case " ${RESULTS[*]} " in *" FAIL "*) exit 1 ;; esac
+exit 0
