@@ -82,6 +82,9 @@ def load_saved_state(path: Path, allowed: Iterable[type]) -> dict[str, Any]:
     safe: list[Any] = [argparse.Namespace, signal.Signals, *allowed]
     safe += [(cls, cls.__megatron_type__.replace(":", ".")) for cls in allowed
              if isinstance(getattr(cls, "__megatron_type__", None), str)]
+    # safe_globals() drops the listed types from torch's process-wide allow-list on exit,
+    # even those registered before (megatron.core registers Namespace): restore the list.
+    registered = list(torch.serialization.get_safe_globals())
     try:
         with torch.serialization.safe_globals(safe):
             state = torch.load(path, map_location="cpu", weights_only=True)
@@ -90,6 +93,9 @@ def load_saved_state(path: Path, allowed: Iterable[type]) -> dict[str, Any]:
         raise CheckpointArgsError(
             f"refusing to read {path}: it contains objects outside the allow-list of "
             f"checkpoint types ({message})") from None
+    finally:
+        torch.serialization.clear_safe_globals()
+        torch.serialization.add_safe_globals(registered)
     if not isinstance(state, dict) or not isinstance(state.get("args"), argparse.Namespace):
         raise CheckpointArgsError(f"{path} does not hold saved arguments ('args')")
     return state

@@ -119,3 +119,15 @@ def test_explain_and_resolve_take_the_checkpoints_arguments_alike(tmp_path, monk
     assert f"checkpoint {tmp_path}" in out or "checkpoint" in out.split("provenance:")[1]
     code, out, _ = _cli("resolve", "--format", "json", *argv)
     assert code == 0 and '"swiglu": true' in out
+
+
+def test_reading_saved_args_leaves_torchs_allow_list_as_it_was(tmp_path):
+    # Megatron registers Namespace before its own full torch.load of the same checkpoint.
+    torch.serialization.add_safe_globals([argparse.Namespace])
+    try:
+        before = list(torch.serialization.get_safe_globals())
+        write_checkpoint(tmp_path, {"args": argparse.Namespace(num_layers=2)})
+        load_saved_state(checkpoint_file(tmp_path), [])
+        assert list(torch.serialization.get_safe_globals()) == before
+    finally:
+        torch.serialization.clear_safe_globals()

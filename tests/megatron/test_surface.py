@@ -39,7 +39,7 @@ def megatron_globals():
     from megatron.training import global_vars
 
     yield global_vars
-    global_vars.set_args(None)
+    global_vars.unset_global_variables()
     core_config.set_experimental_flag(False)
 
 
@@ -49,6 +49,8 @@ def test_parse_and_validate_args_registers_like_megatron(megatron_globals):
 
     args = ref.megaplug_args(with_argv("--enable-experimental"), register=True)
     assert get_args() is args
+    assert megatron_globals.get_timers() is not None  # what pretrain() reads next
+    assert args.padded_vocab_size is not None  # set by building the tokenizer
     assert core_config.is_experimental_enabled() is True
     with pytest.raises(AssertionError, match="args is already initialized"):
         ref.megaplug_args(SMALL, register=True)

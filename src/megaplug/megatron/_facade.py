@@ -209,12 +209,18 @@ def parse_and_validate_args(
 
 
 def _register_globally(args: argparse.Namespace) -> None:
-    """Megatron's registration: ``global_vars.set_args`` and the experimental flag."""
+    """Megatron's registration: ``global_vars.set_global_variables`` (args, microbatch
+    calculator, tokenizer, timers, writers -- what Megatron's training loop reads) where the
+    installed Megatron has it, else ``set_args``; then the experimental flag."""
     from megatron.core.config import set_experimental_flag
     from megatron.training import global_vars
 
     global_vars._ensure_var_is_not_initialized(global_vars._GLOBAL_ARGS, "args")
-    global_vars.set_args(args)
+    set_global_variables = getattr(global_vars, "set_global_variables", None)
+    if set_global_variables is not None:
+        set_global_variables(args)
+    else:
+        global_vars.set_args(args)
     if getattr(args, "enable_experimental", False):
         set_experimental_flag(True)
 
