@@ -41,6 +41,7 @@ needs_torch = pytest.mark.skipif(not HAVE_TORCH, reason="torch is not importable
 def load_script():
     spec = importlib.util.spec_from_file_location("train_gpt_under_test", SCRIPT)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
