@@ -349,6 +349,13 @@ def test_a_checkpoint_written_on_a_gpu_resumes_on_the_cpu(tmp_path: Path) -> Non
     assert after[3] == pytest.approx(before[3], rel=1e-5)
     assert after[4] == pytest.approx(before[4], rel=1e-5)
 
+    # what scripts/gpu-check-example.sh makes of such a resumed run
+    parser = gpu_check_parser(tmp_path)
+    seen = run_parser(parser, "resume", resumed, "cpu", "2")
+    assert (seen.returncode, seen.stdout) == (0, f"on cpu, loaded iteration 2, final loss "
+                                                 f"{after[4]:.4f}\n")
+    assert run_parser(parser, "resume", resumed, "cuda", "2").returncode == 1
+
 
 @needs_torch
 def test_safe_loader_refuses_other_globals(tmp_path: Path) -> None:
@@ -427,7 +434,7 @@ def test_bf16_data_parallel_with_accumulation_matches_one_process() -> None:
 
 
 @needs_torch
-def test_ranks_with_different_configurations_stop_naming_the_key() -> None:
+def test_ranks_with_different_configurations_stop_naming_the_key(tmp_path: Path) -> None:
     env = clean_env(TRAIN_GPT_EXTRA_ARGS_RANK1="--seed 7")
     result = train("--config", str(TWO_ITER), nproc=2, env=env, timeout=180)
     assert result.returncode != 0
@@ -436,6 +443,8 @@ def test_ranks_with_different_configurations_stop_naming_the_key() -> None:
     for rank in (0, 1):
         assert f"[rank {rank}] error: {expected}" in result.stderr, result.stderr
     assert "done:" not in result.stdout
+    seen = run_parser(gpu_check_parser(tmp_path), "mismatch", result.stderr)
+    assert (seen.returncode, seen.stdout) == (0, "stopped naming seed (rank 0: 1234, rank 1: 7)\n")
 
 
 @needs_torch
@@ -453,6 +462,62 @@ def test_lora_adapters_train_when_the_example_plugin_is_installed() -> None:
     code, _, err = train_here("-p", "no:lora", "--config", str(TWO_ITER), "--lora-rank", "4")
     assert code == 2
     assert "--lora-rank belongs to plugin 'lora', which is blocked" in err
+
+
+# -- scripts/gpu-check-example.sh ----------------------------------------------------------
+
+GPU_CHECK = ROOT / "scripts" / "gpu-check-example.sh"
+
+
+def gpu_check_parser(tmp_path: Path) -> Path:
+    """The script's embedded log parser, as the script writes it out."""
+    found = re.search(r"^cat >\"\$CHECK\" <<'PY'\n(.*?)^PY$", GPU_CHECK.read_text(), re.M | re.S)
+    assert found, "the script no longer embeds check.py"
+    path = tmp_path / "check.py"
+    path.write_text(found.group(1))
+    return path
+
+
+def run_parser(parser: Path, kind: str, log_text: str, *extra: str) -> subprocess.CompletedProcess:
+    log = parser.with_name(f"{kind}.log")
+    log.write_text(log_text)
+    return subprocess.run([sys.executable, str(parser), kind, str(log), *extra],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_gpu_check_script_is_valid_bash() -> None:
+    result = subprocess.run(["bash", "-n", str(GPU_CHECK)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+@needs_torch
+def test_gpu_check_script_reads_the_training_log(twelve_iterations: str,
+                                                 tmp_path: Path) -> None:
+    parser = gpu_check_parser(tmp_path)
+    on_cpu = run_parser(parser, "train", twelve_iterations)
+    assert on_cpu.returncode == 1  # a CPU run is not what the step wants
+    assert re.fullmatch(r"device cpu \| 1 process \| no autocast; 31,456 parameters in float32; "
+                        r"tokens/s [\d,]+ at iteration 12; 12 iterations in [\d.]+ s, tokens/s "
+                        r"[\d,]+ after the first; no GPU memory reported\n", on_cpu.stdout)
+
+    # the same log with the lines a GPU run prints instead, made by the script's own code
+    with mock.patch.object(torch.cuda, "get_device_capability", return_value=(9, 0)), \
+            mock.patch.object(torch.cuda, "get_device_name", return_value="NVIDIA H200"):
+        device = train_gpt.describe(train_gpt.Placement("cuda:0", "nccl", "bfloat16"), 1)
+    summary = {"iterations": 30, "last_iteration": 30, "first_loss": 5.5, "final_loss": 3.25,
+               "seconds": 9.5, "tokens_per_second": 123456.0, "max_gpu_memory_mib": 2345.4}
+    done = io.StringIO()
+    with redirect_stdout(done):
+        train_gpt.print_summary(summary, "f" * 64,
+                                train_gpt.Dist(argparse.Namespace(rank=0, world_size=1)))
+    gpu_log = re.sub(r"^device: .*$", device, twelve_iterations, flags=re.M)
+    gpu_log = re.sub(r"^done: .*$", done.getvalue().strip(), gpu_log, flags=re.M)
+    on_gpu = run_parser(parser, "train", gpu_log)
+    assert on_gpu.returncode == 0, on_gpu.stdout
+    assert re.fullmatch(r"device cuda:0 \(NVIDIA H200, compute capability 9\.0\) \| 1 process \| "
+                        r"bfloat16 autocast; 31,456 parameters in float32; tokens/s [\d,]+ at "
+                        r"iteration 12; 30 iterations in 9\.5 s, tokens/s 123,456 after the "
+                        r"first; max GPU memory allocated 2,345 MiB\n", on_gpu.stdout)
 
 
 # -- on a GPU (skipped where torch sees none) -----------------------------------------------
