@@ -83,17 +83,24 @@ def make_norm(config: GPTConfig) -> nn.Module:
 
 
 class RotaryEmbedding(nn.Module):
-    """Rotary position embedding over the first ``rotary_percent`` of each head."""
+    """Rotary position embedding over the first ``rotary_percent`` of each head.
+
+    The angles are computed in fp32 on each call, whatever the model's dtype: a bf16 copy
+    of the frequencies (what ``model.to(torch.bfloat16)`` makes of a buffer) puts
+    position 511 over half a radian off with 128-channel heads.
+    """
 
     def __init__(self, head_dim: int, base: float, percent: float) -> None:
         super().__init__()
         self.dim = max(2, int(head_dim * percent) // 2 * 2)
-        inv_freq = 1.0 / (base ** (torch.arange(0, self.dim, 2, dtype=torch.float32) / self.dim))
-        self.register_buffer("inv_freq", inv_freq, persistent=False)
+        self.base = base
 
-    def forward(self, seq_len: int) -> tuple[torch.Tensor, torch.Tensor]:
-        positions = torch.arange(seq_len, dtype=torch.float32, device=self.inv_freq.device)
-        freqs = torch.outer(positions, self.inv_freq)
+    def forward(self, seq_len: int,
+                device: torch.device | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        channels = torch.arange(0, self.dim, 2, dtype=torch.float32, device=device)
+        inv_freq = 1.0 / (self.base ** (channels / self.dim))
+        positions = torch.arange(seq_len, dtype=torch.float32, device=device)
+        freqs = torch.outer(positions, inv_freq)
         emb = torch.cat((freqs, freqs), dim=-1)
         return emb.cos(), emb.sin()
 
@@ -222,7 +229,7 @@ class GPTModel(nn.Module):
         if self.position_embeddings is not None:
             x = x + self.position_embeddings(torch.arange(seq, device=tokens.device))
         x = self.embedding_dropout(x)
-        rope = self.rotary(seq) if self.rotary is not None else None
+        rope = self.rotary(seq, tokens.device) if self.rotary is not None else None
         for layer in self.layers:
             x = layer(x, rope)
         x = self.final_layernorm(x)

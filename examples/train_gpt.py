@@ -1,10 +1,17 @@
-"""Train a small GPT on CPU with a configuration resolved by megaplug.
+"""Train a small GPT, on a GPU or the CPU, with a configuration resolved by megaplug.
 
 Usage::
 
     python examples/train_gpt.py                       # the embedded tiny-gpt config
     python examples/train_gpt.py --config my.yaml --train-iters 200 --lr 1e-3
     torchrun --nproc-per-node 2 examples/train_gpt.py  # data parallel over 2 processes
+
+Device: ``cuda:LOCAL_RANK`` when torch sees a GPU, else the CPU; no flag picks it
+(``CUDA_VISIBLE_DEVICES=`` keeps a GPU machine on the CPU). Ranks talk over NCCL on GPUs
+and gloo on the CPU (``--distributed-backend gloo`` keeps gloo on GPUs too); data
+parallelism is torch's DistributedDataParallel. ``--bf16`` keeps bf16 parameters with fp32
+main parameters as Megatron does, and on a GPU also runs the forward pass under bf16
+autocast. Checkpoints load on either device whichever one wrote them.
 
 The configuration is resolved exactly as a Megatron-style ``pretrain`` does it, through
 ``megaplug.megatron.parse_args`` / ``validate_args`` with ``args_defaults`` naming the
@@ -46,6 +53,7 @@ For tests only: ``TRAIN_GPT_EXTRA_ARGS_RANK<N>`` appends arguments on rank N.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import enum
 import hashlib
@@ -59,6 +67,7 @@ import signal
 import sys
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -141,39 +150,43 @@ def differing_keys(per_rank: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]
             if len({json.dumps(values.get(k, missing), sort_keys=True) for values in per_rank}) > 1}
 
 
-def gather_json(value: Any) -> list[Any]:
+def gather_json(value: Any, device: str = "cpu") -> list[Any]:
     """Every rank's ``value`` (JSON-serializable), in rank order.
 
     Like ``all_gather_object``, but as JSON bytes: nothing from another rank is unpickled,
-    and it needs no numpy (``all_gather_object`` does, on CPU).
+    and it needs no numpy (``all_gather_object`` does, on CPU). ``device`` is where the
+    backend takes its tensors: the rank's GPU for NCCL, the CPU for gloo.
     """
     import torch
     import torch.distributed as dist
 
     data = torch.tensor(list(json.dumps(value, sort_keys=True).encode("utf-8")),
-                        dtype=torch.uint8)
+                        dtype=torch.uint8, device=device)
     world = dist.get_world_size()
-    sizes = [torch.zeros(1, dtype=torch.long) for _ in range(world)]
-    dist.all_gather(sizes, torch.tensor([data.numel()], dtype=torch.long))
+    sizes = [torch.zeros(1, dtype=torch.long, device=device) for _ in range(world)]
+    dist.all_gather(sizes, torch.tensor([data.numel()], dtype=torch.long, device=device))
     longest = max(int(s) for s in sizes)
-    padded = torch.zeros(longest, dtype=torch.uint8)
+    padded = torch.zeros(longest, dtype=torch.uint8, device=device)
     padded[:data.numel()] = data
-    buffers = [torch.zeros(longest, dtype=torch.uint8) for _ in range(world)]
+    buffers = [torch.zeros(longest, dtype=torch.uint8, device=device) for _ in range(world)]
     dist.all_gather(buffers, padded)
     return [json.loads(bytes(b[:int(n)].tolist()).decode("utf-8")) for b, n in zip(buffers, sizes)]
 
 
-def check_same_config(args: argparse.Namespace) -> str:
-    """Stop every rank if the ranks resolved different configurations; return the fingerprint."""
+def check_same_config(args: argparse.Namespace, device: str = "cpu") -> str:
+    """Stop every rank if the ranks resolved different configurations; return the fingerprint.
+
+    ``device`` holds the tensors of the exchange (see :func:`gather_json`).
+    """
     import torch.distributed as dist
 
     values = fingerprint_values(args)
     mine = fingerprint(values)
     if not (dist.is_available() and dist.is_initialized()):
         return mine
-    if len(set(gather_json(mine))) == 1:
+    if len(set(gather_json(mine, device))) == 1:
         return mine
-    diff = differing_keys(gather_json(values))
+    diff = differing_keys(gather_json(values, device))
     shown = "; ".join(
         f"{key} ({', '.join(f'rank {r}: {json.dumps(v)}' for r, v in enumerate(vals))})"
         for key, vals in diff.items())
@@ -202,10 +215,104 @@ def check_supported(args: argparse.Namespace) -> None:
     if not args.train_iters:
         problems.append("--train-iters is required (sample-based training is not implemented)")
     if getattr(args, "fp16", False):
-        problems.append("--fp16 needs loss scaling, which this CPU example does not implement; "
+        problems.append("--fp16 needs loss scaling, which this example does not implement; "
                         "use --bf16 or fp32")
     if problems:
         raise TrainingError("unsupported settings:\n  - " + "\n  - ".join(problems))
+
+
+# -- device ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where this process trains: its device, its ranks' backend, its autocast dtype."""
+
+    device: str  # "cpu" or "cuda:N"
+    backend: str  # "nccl" or "gloo"; unused by a single process
+    autocast_dtype: str | None = None  # a torch dtype name, e.g. "bfloat16"
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.device.startswith("cuda")
+
+    @property
+    def collective_device(self) -> str:
+        """Where tensors handed to collectives live: NCCL takes GPU tensors, gloo CPU ones.
+
+        (gloo reduces GPU tensors too, but does not gather them.)
+        """
+        return self.device if self.backend == "nccl" else "cpu"
+
+    def autocast(self) -> contextlib.AbstractContextManager[Any]:
+        """The forward pass's autocast region, or nothing when there is none."""
+        if self.autocast_dtype is None:
+            return contextlib.nullcontext()
+        import torch
+
+        return torch.autocast(self.device.partition(":")[0],
+                              dtype=getattr(torch, self.autocast_dtype))
+
+
+def pick_device(local_rank: int, gpu_count: int) -> str:
+    """``cuda:LOCAL_RANK`` when this node has GPUs, else ``cpu``."""
+    if gpu_count <= 0:
+        return "cpu"
+    if not 0 <= local_rank < gpu_count:
+        raise TrainingError(
+            f"LOCAL_RANK {local_rank} has no GPU of its own: this node shows {gpu_count} "
+            f"(launch at most {gpu_count} process(es) per node, or train on the CPU with "
+            "CUDA_VISIBLE_DEVICES=)")
+    return f"cuda:{local_rank}"
+
+
+def pick_backend(requested: str | None, device: str) -> str:
+    """NCCL on GPUs unless gloo is asked for; gloo on the CPU, where NCCL cannot run."""
+    if device.startswith("cuda") and requested != "gloo":
+        return "nccl"
+    return "gloo"
+
+
+def placement_for(args: argparse.Namespace, gpu_count: int) -> Placement:
+    """The device from ``local_rank`` and the GPUs present, the backend, the autocast.
+
+    bf16 autocast only on a GPU: there it keeps norms and softmax in fp32 around bf16
+    tensor-core matmuls; on the CPU the bf16 parameters already make every matmul bf16,
+    and the run stays what it has always been.
+    """
+    device = pick_device(int(getattr(args, "local_rank", 0) or 0), gpu_count)
+    autocast = "bfloat16" if device != "cpu" and getattr(args, "bf16", False) else None
+    return Placement(device, pick_backend(getattr(args, "distributed_backend", None), device),
+                     autocast)
+
+
+def visible_gpu_count() -> int:
+    """GPUs torch can use here (0 on a machine or torch build without CUDA)."""
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def use_device(placement: Placement) -> None:
+    """Make the placement's GPU this process's current one (plain ``cuda`` means it)."""
+    if placement.on_gpu:
+        import torch
+
+        torch.cuda.set_device(placement.device)
+
+
+def describe(placement: Placement, world_size: int) -> str:
+    """One line for the log: the device, and how the ranks talk."""
+    device = placement.device
+    if placement.on_gpu:
+        import torch
+
+        major, minor = torch.cuda.get_device_capability(device)
+        device += f" ({torch.cuda.get_device_name(device)}, compute capability {major}.{minor})"
+    ranks = ("1 process" if world_size <= 1
+             else f"{world_size} processes over {placement.backend}")
+    autocast = f"{placement.autocast_dtype} autocast" if placement.autocast_dtype else "no autocast"
+    return f"device: {device} | {ranks} | {autocast}"
 
 
 # -- distributed -------------------------------------------------------------------------
@@ -220,18 +327,24 @@ class Dist:
         self.dp_size = int(getattr(args, "data_parallel_size", None) or self.world_size)
         self.dp_rank = self.rank % self.dp_size
         self.initialized = False
+        self.collective_device = "cpu"
 
-    def init(self, backend: str | None, timeout_minutes: int | None) -> None:
+    def init(self, placement: Placement, timeout_minutes: int | None) -> None:
+        """Join the process group over the placement's backend (nothing for one process)."""
         import torch
         import torch.distributed as dist
 
         if self.world_size <= 1:
             return
-        if backend != "gloo" and not torch.cuda.is_available():
-            backend = "gloo"  # nccl needs GPUs; the example runs on CPU
-        dist.init_process_group(backend or "gloo", rank=self.rank, world_size=self.world_size,
-                                timeout=datetime.timedelta(minutes=timeout_minutes or 10))
+        options: dict[str, Any] = {}
+        if placement.backend == "nccl":
+            # bound to its GPU up front, the communicator is created there and now
+            options["device_id"] = torch.device(placement.device)
+        dist.init_process_group(placement.backend, rank=self.rank, world_size=self.world_size,
+                                timeout=datetime.timedelta(minutes=timeout_minutes or 10),
+                                **options)
         self.initialized = True
+        self.collective_device = placement.collective_device
 
     def close(self) -> None:
         import torch.distributed as dist
@@ -250,7 +363,7 @@ class Dist:
         import torch
         import torch.distributed as dist
 
-        flat = torch.cat([t.reshape(-1) for t in tensors])
+        flat = torch.cat([t.reshape(-1) for t in tensors]).to(self.collective_device)
         dist.all_reduce(flat, op=dist.ReduceOp.SUM)
         flat /= self.dp_size
         offset = 0
@@ -268,8 +381,8 @@ class Dist:
 # -- data --------------------------------------------------------------------------------
 
 
-def load_tokens(args: argparse.Namespace) -> tuple[Any, Any]:
-    """Train and validation token tensors from the corpus, split per ``--split``."""
+def load_tokens(args: argparse.Namespace, device: str = "cpu") -> tuple[Any, Any]:
+    """Train and validation token tensors on ``device``, split per ``--split``."""
     import torch
     from tiny_tokenizer import ByteTokenizer
 
@@ -282,6 +395,7 @@ def load_tokens(args: argparse.Namespace) -> tuple[Any, Any]:
     if cut < need or len(tokens) - cut < need:
         raise TrainingError(f"{path} is too short for --seq-length {args.seq_length} with "
                             f"--split {getattr(args, 'split', None) or '95,5'}")
+    tokens = tokens.to(device)
     return tokens[:cut], tokens[cut:]
 
 
@@ -311,10 +425,11 @@ def split_weights(split: str | None) -> list[float]:
 
 
 def batch(tokens: Any, starts: Any, seq_length: int) -> tuple[Any, Any]:
-    """Inputs and next-token labels for windows starting at ``starts``."""
+    """Inputs and next-token labels for windows starting at ``starts``, on ``tokens``' device."""
     import torch
 
-    rows = torch.stack([tokens[s:s + seq_length + 1] for s in starts.tolist()])
+    offsets = torch.arange(seq_length + 1, device=tokens.device)
+    rows = tokens[starts.to(tokens.device).unsqueeze(1) + offsets]  # one gather, not B slices
     return rows[:, :-1], rows[:, 1:]
 
 
@@ -547,25 +662,58 @@ def load_args_from_checkpoint(args: argparse.Namespace) -> None:
                                          owner.plugin if owner else None, previous=owner)
 
 
-def save_checkpoint(root: str, iteration: int, model: Any, optimizer: Any, main: MainParams,
-                    schedule: LRSchedule, args: argparse.Namespace, consumed: int) -> Path:
+@dataclass
+class TrainState:
+    """What a run trains: the model, how the training pass calls it, the optimizer side."""
+
+    model: Any  # the bare model: checkpoints and evaluation use it
+    placement: Placement
+    optimizer: Any
+    main: MainParams
+    schedule: LRSchedule
+    #: What the training forward pass calls: the model in DistributedDataParallel across
+    #: ranks, else the model itself.
+    parallel_model: Any = None
+
+
+def rng_state(placement: Placement) -> dict[str, Any]:
+    """Python's and torch's generator states, and the GPU's when training on one."""
+    import torch
+
+    state = {"random_rng_state": random.getstate(), "torch_rng_state": torch.get_rng_state()}
+    if placement.on_gpu:
+        state["cuda_rng_state"] = torch.cuda.get_rng_state(placement.device)
+    return state
+
+
+def restore_rng(state: Mapping[str, Any], placement: Placement) -> None:
+    """Undo :func:`rng_state`; a GPU state is used only on a GPU (and is absent from a CPU run)."""
+    import torch
+
+    random.setstate(state["random_rng_state"])
+    torch.set_rng_state(state["torch_rng_state"])
+    if placement.on_gpu and state.get("cuda_rng_state") is not None:
+        torch.cuda.set_rng_state(state["cuda_rng_state"], placement.device)
+
+
+def save_checkpoint(root: str, iteration: int, train: TrainState, args: argparse.Namespace,
+                    consumed: int) -> Path:
     """Write Megatron's layout and point the tracker file at it (caller: rank 0 only)."""
     import torch
 
     path = checkpoint_file(root, iteration)
     path.parent.mkdir(parents=True, exist_ok=True)
-    optimizer_state: dict[str, Any] = {"optimizer": optimizer.state_dict()}
-    if main.separate:
-        optimizer_state["fp32_from_fp16_params"] = [p.detach().clone() for p in main.main]
+    optimizer_state: dict[str, Any] = {"optimizer": train.optimizer.state_dict()}
+    if train.main.separate:
+        optimizer_state["fp32_from_fp16_params"] = [p.detach().clone() for p in train.main.main]
     state = {
         "args": checkpoint_args(args, iteration=iteration, consumed_train_samples=consumed),
         "checkpoint_version": 3.0,
         "iteration": iteration,
-        "model": model.state_dict(),
+        "model": train.model.state_dict(),
         "optimizer": optimizer_state,
-        "opt_param_scheduler": schedule.state_dict(),
-        "rng_state": [{"random_rng_state": random.getstate(),
-                       "torch_rng_state": torch.get_rng_state()}],
+        "opt_param_scheduler": train.schedule.state_dict(),
+        "rng_state": [rng_state(train.placement)],
     }
     tmp = path.with_suffix(".pt.tmp")
     torch.save(state, tmp)
@@ -574,9 +722,13 @@ def save_checkpoint(root: str, iteration: int, model: Any, optimizer: Any, main:
     return path
 
 
-def load_checkpoint(args: argparse.Namespace, model: Any, optimizer: Any, main: MainParams,
-                    schedule: LRSchedule) -> tuple[int, Path | None]:
-    """Restore from ``--load``; returns (iteration to continue from, checkpoint file)."""
+def load_checkpoint(args: argparse.Namespace, train: TrainState) -> tuple[int, Path | None]:
+    """Restore from ``--load``; returns (iteration to continue from, checkpoint file).
+
+    Whichever device wrote it: :func:`safe_load` maps every tensor to the CPU, then
+    ``load_state_dict`` copies the weights onto the model's device and the optimizer moves
+    its state to its parameters' device.
+    """
     import torch
 
     iteration = latest_iteration(args.load)
@@ -585,7 +737,7 @@ def load_checkpoint(args: argparse.Namespace, model: Any, optimizer: Any, main: 
     path = checkpoint_file(args.load, iteration)
     state = safe_load(path)
     try:
-        model.load_state_dict(state["model"])
+        train.model.load_state_dict(state["model"])
     except RuntimeError as exc:
         first = str(exc).splitlines()[0]
         raise TrainingError(f"{path} does not fit the configured model ({first}); resolve the "
@@ -593,17 +745,15 @@ def load_checkpoint(args: argparse.Namespace, model: Any, optimizer: Any, main: 
     if args.finetune:
         return 0, path
     if not args.no_load_optim:
-        optimizer.load_state_dict(state["optimizer"]["optimizer"])
+        train.optimizer.load_state_dict(state["optimizer"]["optimizer"])
         saved_main = state["optimizer"].get("fp32_from_fp16_params")
-        if main.separate and saved_main is not None:
+        if train.main.separate and saved_main is not None:
             with torch.no_grad():
-                for target, source in zip(main.main, saved_main):
+                for target, source in zip(train.main.main, saved_main):
                     target.copy_(source)
-        schedule.load_state_dict(state["opt_param_scheduler"])
+        train.schedule.load_state_dict(state["opt_param_scheduler"])
     if not args.no_load_rng:
-        rng = state["rng_state"][0]
-        random.setstate(rng["random_rng_state"])
-        torch.set_rng_state(rng["torch_rng_state"])
+        restore_rng(state["rng_state"][0], train.placement)
     return int(state["iteration"]), path
 
 
@@ -620,7 +770,11 @@ def padded_vocab_size(args: argparse.Namespace, vocab_size: int) -> int:
                                    args.tensor_model_parallel_size)
 
 
-def build_model(args: argparse.Namespace, vocab: int, log: Dist) -> Any:
+def build_model(args: argparse.Namespace, vocab: int, log: Dist, device: str = "cpu") -> Any:
+    """The GPT the arguments describe, in ``params_dtype`` on ``device``.
+
+    Initialized on the CPU first, so that a seed gives the same weights on every device.
+    """
     import torch
     from gpt_model import GPTModel, apply_lora, gpt_config_from_args
 
@@ -634,7 +788,48 @@ def build_model(args: argparse.Namespace, vocab: int, log: Dist) -> Any:
         log.print(f"LoRA: rank {rank}, scaling {scaling:g}, {wrapped} adapted layers "
                   f"({', '.join(args.lora_target_modules)})")
     dtype = getattr(args, "params_dtype", None) or torch.float32
-    return model.to(dtype=dtype if isinstance(dtype, torch.dtype) else torch.float32)
+    return model.to(device=device,
+                    dtype=dtype if isinstance(dtype, torch.dtype) else torch.float32)
+
+
+def wrap_data_parallel(model: Any, dist: Dist, placement: Placement) -> Any:
+    """``model`` in DistributedDataParallel on its device across ranks; alone, itself."""
+    if not dist.initialized:
+        return model
+    import torch
+    from torch.nn.parallel import DistributedDataParallel
+
+    device_ids = [torch.device(placement.device).index] if placement.on_gpu else None
+    wrapped = DistributedDataParallel(model, device_ids=device_ids)
+    if any(p.dtype != torch.float32 for p in model.parameters() if p.requires_grad):
+        wrapped.register_comm_hook(None, average_in_fp32)
+    return wrapped
+
+
+def average_in_fp32(group, bucket):  # type: ignore[no-untyped-def]
+    """DDP communication hook: average a bucket of low-precision gradients in fp32.
+
+    As Megatron does for bf16: a bf16 sum rounds at every hop between ranks. (No
+    annotations: DDP checks them against its own classes, and here they are strings.)
+    """
+    import torch.distributed as dist
+
+    group = group if group is not None else dist.group.WORLD
+    grads = bucket.buffer()
+    wide = grads.float().div_(dist.get_world_size(group))
+
+    def narrow(future: Any) -> Any:
+        grads.copy_(future.value()[0])
+        return grads
+
+    return dist.all_reduce(wide, group=group, async_op=True).get_future().then(narrow)
+
+
+def gradient_sync(model: Any, now: bool) -> contextlib.AbstractContextManager[Any]:
+    """DDP's ``no_sync`` unless ``now``: micro-batches accumulate, the last one reduces."""
+    if now or not hasattr(model, "no_sync"):
+        return contextlib.nullcontext()
+    return model.no_sync()
 
 
 def micro_batches_per_step(args: argparse.Namespace, dp_size: int) -> int:
@@ -647,10 +842,11 @@ def micro_batches_per_step(args: argparse.Namespace, dp_size: int) -> int:
     return gbs // per_step
 
 
-def forward_loss(model: Any, tokens: Any, labels: Any) -> Any:
+def forward_loss(model: Any, tokens: Any, labels: Any, placement: Placement) -> Any:
     import torch.nn.functional as F
 
-    logits = model(tokens)
+    with placement.autocast():
+        logits = model(tokens)
     return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1))
 
 
@@ -664,43 +860,56 @@ def my_micro_batches(tokens: Any, args: argparse.Namespace, step: int, dist: Dis
     return [batch(tokens, mine[i * mbs:(i + 1) * mbs], args.seq_length) for i in range(num_micro)]
 
 
-def evaluate(model: Any, valid: Any, args: argparse.Namespace, dist: Dist, num_micro: int) -> float:
+def evaluate(train: TrainState, valid: Any, args: argparse.Namespace, dist: Dist,
+             num_micro: int) -> float:
     """Mean validation loss over ``eval_iters`` global batches (a fixed set of windows)."""
     import torch
 
+    model = train.model
     model.eval()
-    total = torch.zeros(1)
+    total = torch.zeros(1, device=valid.device)
     with torch.no_grad():
         for k in range(args.eval_iters):
             for tokens, labels in my_micro_batches(valid, args, 10**9 + k, dist, num_micro):
-                total += forward_loss(model, tokens, labels).float()
+                total += forward_loss(model, tokens, labels, train.placement).float()
     model.train()
     total /= max(1, args.eval_iters * num_micro)
     dist.average([total])
     return float(total)
 
 
-def train_step(model: Any, optimizer: Any, main: MainParams, schedule: LRSchedule,
-               batches: list[tuple[Any, Any]], args: argparse.Namespace,
+def train_step(train: TrainState, batches: list[tuple[Any, Any]], args: argparse.Namespace,
                dist: Dist) -> tuple[float, float, float]:
-    """One optimizer step over this rank's micro-batches; returns (loss, lr, grad norm)."""
+    """One optimizer step over this rank's micro-batches; returns (loss, lr, grad norm).
+
+    Gradients are averaged over the ranks by DistributedDataParallel in the last
+    micro-batch's backward pass.
+    """
     import torch
 
+    main, model = train.main, train.parallel_model
     for parameter in main.model:
         parameter.grad = None
-    total = torch.zeros(1)
-    for tokens, labels in batches:
-        loss = forward_loss(model, tokens, labels) / len(batches)
-        loss.backward()
+    total = torch.zeros(1, device=batches[0][0].device)
+    for index, (tokens, labels) in enumerate(batches):
+        with gradient_sync(model, now=index == len(batches) - 1):
+            loss = forward_loss(model, tokens, labels, train.placement) / len(batches)
+            loss.backward()
         total += loss.detach().float()
-    grads = main.grads_to_main()
-    dist.average([*grads, total])
+    main.grads_to_main()
+    dist.average([total])
     clip = args.clip_grad or 0.0
     norm = torch.nn.utils.clip_grad_norm_(main.main, clip if clip > 0 else float("inf"))
-    lr = schedule.step(optimizer)
-    optimizer.step()
+    lr = train.schedule.step(train.optimizer)
+    train.optimizer.step()
     main.main_to_model()
     return float(total), lr, float(norm)
+
+
+def tokens_per_second(iterations: int, global_batch: int, seq_length: int,
+                      seconds: float) -> float:
+    """Training throughput of all ranks together."""
+    return iterations * global_batch * seq_length / max(seconds, 1e-9)
 
 
 def set_seed(seed: int) -> None:
@@ -722,25 +931,26 @@ def set_threads(environ: Mapping[str, str]) -> None:
         torch.set_num_threads(1)
 
 
-def run(args: argparse.Namespace, dist: Dist) -> dict[str, Any]:
-    """Train per ``args``; returns a summary (iterations, first/final loss, time)."""
+def run(args: argparse.Namespace, dist: Dist, placement: Placement) -> dict[str, Any]:
+    """Train per ``args`` on ``placement``; returns a summary (iterations, losses, speed)."""
     from tiny_tokenizer import ByteTokenizer
 
     set_seed(args.seed)
-    train_tokens, valid_tokens = load_tokens(args)
+    train_tokens, valid_tokens = load_tokens(args, placement.device)
     vocab = padded_vocab_size(args, ByteTokenizer().vocab_size)
-    model = build_model(args, vocab, dist)
+    model = build_model(args, vocab, dist, placement.device)
     names = [n for n, p in model.named_parameters() if p.requires_grad]
     main = MainParams([p for p in model.parameters() if p.requires_grad])
-    optimizer = build_optimizer(args, names, main.main)
-    schedule = LRSchedule(args)
+    train = TrainState(model, placement, build_optimizer(args, names, main.main), main,
+                       LRSchedule(args))
     num_micro = micro_batches_per_step(args, dist.dp_size)
     gbs = args.micro_batch_size * num_micro * dist.dp_size
     start = 0
     if args.load:
-        start, path = load_checkpoint(args, model, optimizer, main, schedule)
+        start, path = load_checkpoint(args, train)
         dist.print(f"loaded {path} (iteration {start})" if path
                    else f"no checkpoint in {args.load}; starting from scratch")
+    train.parallel_model = wrap_data_parallel(model, dist, placement)
     params = sum(p.numel() for p in model.parameters())
     dist.print(
         f"model: {args.num_layers} layers, hidden {args.hidden_size}, "
@@ -748,53 +958,64 @@ def run(args: argparse.Namespace, dist: Dist) -> dict[str, Any]:
         f"{str(next(model.parameters()).dtype).removeprefix('torch.')}")
     dist.print(f"batch: global {gbs} = micro {args.micro_batch_size} x {num_micro} "
                f"micro-batches x data parallel {dist.dp_size}; seq length {args.seq_length}")
-    return train_loop(args, dist, model, optimizer, main, schedule, train_tokens, valid_tokens,
-                      start, num_micro, gbs)
+    return train_loop(args, dist, train, train_tokens, valid_tokens, start, num_micro, gbs)
 
 
-def train_loop(args: argparse.Namespace, dist: Dist, model: Any, optimizer: Any,
-               main: MainParams, schedule: LRSchedule, train_tokens: Any, valid_tokens: Any,
-               start: int, num_micro: int, gbs: int) -> dict[str, Any]:
-    model.train()
+def train_loop(args: argparse.Namespace, dist: Dist, train: TrainState, train_tokens: Any,
+               valid_tokens: Any, start: int, num_micro: int, gbs: int) -> dict[str, Any]:
+    import torch
+
+    train.model.train()
+    if train.placement.on_gpu:
+        torch.cuda.reset_peak_memory_stats(train.placement.device)
     began = window = time.perf_counter()
+    first_done = began
     window_iters = 0
     losses: list[float] = []
     iteration = start
     for iteration in range(start + 1, args.train_iters + 1):
         batches = my_micro_batches(train_tokens, args, iteration, dist, num_micro)
-        loss, lr, norm = train_step(model, optimizer, main, schedule, batches, args, dist)
+        loss, lr, norm = train_step(train, batches, args, dist)
         if not math.isfinite(loss):
             raise TrainingError(f"loss is {loss} at iteration {iteration}; lower --lr")
+        if not losses:
+            first_done = time.perf_counter()
         losses.append(loss)
         window_iters += 1
         if iteration % args.log_interval == 0 or iteration == args.train_iters:
-            elapsed = time.perf_counter() - window
-            rate = window_iters * gbs * args.seq_length / max(elapsed, 1e-9)
+            rate = tokens_per_second(window_iters, gbs, args.seq_length,
+                                     time.perf_counter() - window)
             dist.print(f"iteration {iteration:>6}/{args.train_iters} | loss {loss:.4f} | "
                        f"lr {lr:.3e} | grad norm {norm:.3f} | tokens/s {rate:,.0f}")
             window, window_iters = time.perf_counter(), 0
         if args.eval_interval and args.eval_iters and iteration % args.eval_interval == 0:
             dist.print(f"validation at iteration {iteration} | loss "
-                       f"{evaluate(model, valid_tokens, args, dist, num_micro):.4f}")
+                       f"{evaluate(train, valid_tokens, args, dist, num_micro):.4f}")
         if args.save and args.save_interval and iteration % args.save_interval == 0:
-            save(args, dist, iteration, model, optimizer, main, schedule, gbs)
+            save(args, dist, iteration, train, gbs)
+    ended = time.perf_counter()
     if (args.save and iteration > start
             and not (args.save_interval and iteration % args.save_interval == 0)):
-        save(args, dist, iteration, model, optimizer, main, schedule, gbs)
-    summary = {"iterations": iteration - start, "last_iteration": iteration,
+        save(args, dist, iteration, train, gbs)
+    done = iteration - start
+    # the first iteration pays for warming up (CUDA kernels, allocator): leave it out
+    timed, seconds = (done - 1, ended - first_done) if done > 1 else (done, ended - began)
+    summary = {"iterations": done, "last_iteration": iteration,
                "first_loss": losses[0] if losses else None,
                "final_loss": losses[-1] if losses else None,
-               "seconds": time.perf_counter() - began}
+               "seconds": ended - began,
+               "tokens_per_second": tokens_per_second(timed, gbs, args.seq_length, seconds),
+               "max_gpu_memory_mib": (torch.cuda.max_memory_allocated(train.placement.device)
+                                      / 2**20 if train.placement.on_gpu else None)}
     if args.eval_iters and iteration > start:
-        summary["valid_loss"] = evaluate(model, valid_tokens, args, dist, num_micro)
+        summary["valid_loss"] = evaluate(train, valid_tokens, args, dist, num_micro)
     return summary
 
 
-def save(args: argparse.Namespace, dist: Dist, iteration: int, model: Any, optimizer: Any,
-         main: MainParams, schedule: LRSchedule, gbs: int) -> None:
+def save(args: argparse.Namespace, dist: Dist, iteration: int, train: TrainState,
+         gbs: int) -> None:
     if dist.rank == 0:
-        path = save_checkpoint(args.save, iteration, model, optimizer, main, schedule, args,
-                               consumed=iteration * gbs)
+        path = save_checkpoint(args.save, iteration, train, args, consumed=iteration * gbs)
         dist.print(f"saved {path}")
     dist.barrier()
 
@@ -804,9 +1025,12 @@ def print_summary(summary: Mapping[str, Any], fp: str, dist: Dist) -> None:
         dist.print(f"done: nothing to train (already at iteration {summary['last_iteration']})")
         return
     valid = summary.get("valid_loss")
+    memory = summary.get("max_gpu_memory_mib")
     dist.print(f"done: {summary['iterations']} iterations in {summary['seconds']:.1f} s | "
                f"first loss {summary['first_loss']:.4f} | final loss {summary['final_loss']:.4f}"
                + (f" | validation loss {valid:.4f}" if valid is not None else "")
+               + f" | tokens/s {summary['tokens_per_second']:,.0f}"
+               + (f" | max GPU memory allocated {memory:,.0f} MiB" if memory is not None else "")
                + f" | last iteration {summary['last_iteration']} | config {fp[:12]}")
 
 
@@ -831,13 +1055,15 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     dist = Dist(args)
     set_threads(env)
     try:
-        dist.init(getattr(args, "distributed_backend", "gloo"),
-                  getattr(args, "distributed_timeout_minutes", None))
-        fp = check_same_config(args)
+        placement = placement_for(args, visible_gpu_count())
+        use_device(placement)
+        dist.init(placement, getattr(args, "distributed_timeout_minutes", None))
+        fp = check_same_config(args, dist.collective_device)
         check_supported(args)
         dist.print(f"configuration {fp} agreed by {dist.world_size} rank(s); "
                    f"data parallel size {dist.dp_size}")
-        summary = run(args, dist)
+        dist.print(describe(placement, dist.world_size))
+        summary = run(args, dist, placement)
         print_summary(summary, fp, dist)
         return 0
     except TrainingError as exc:
