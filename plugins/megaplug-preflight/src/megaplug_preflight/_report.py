@@ -1,0 +1,43 @@
+"""How pre-flight words a problem: the flags, a hint, and when Megatron would have failed."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from megaplug import Draft
+
+#: Appended to every message: the arguments pass Megatron's validate_args; the failure
+#: would come later, once every rank builds its model.
+AT_MODEL_BUILD = "Megatron would raise this when building the model"
+
+#: A pre-flight check: reads the draft, reports through :func:`reject`, changes nothing.
+Check = Callable[[Draft], None]
+
+
+def reject(config: Draft, message: str, *, flags: Sequence[str], hint: str) -> None:
+    """Report one problem Megatron's model configuration would raise."""
+    config.error(f"{message}; {AT_MODEL_BUILD}", flags=tuple(flags), hint=hint)
+
+
+def shown(config: Draft, dest: str, value: Any = None) -> str:
+    """A flag as the user wrote it, with its value: ``--tensor-model-parallel-size 4``."""
+    if value is None:
+        value = config.get(dest)
+    spelling = config.spelling(dest)
+    if isinstance(value, bool):
+        return spelling
+    if isinstance(value, (list, tuple)):
+        return f"{spelling} {' '.join(str(getattr(v, 'name', v)) for v in value)}"
+    return f"{spelling} {getattr(value, 'name', value)}"
+
+
+def divisors(number: int) -> list[int]:
+    return [d for d in range(1, abs(number) + 1) if number % d == 0]
+
+
+def spoken(items: Sequence[Any]) -> str:
+    """``[1, 2, 4]`` -> ``'1, 2 or 4'``."""
+    words = [str(i) for i in items]
+    if not words:
+        return ""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]

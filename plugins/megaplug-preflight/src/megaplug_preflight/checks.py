@@ -1,0 +1,44 @@
+"""Every pre-flight check, by family: the table the plugin's validate hook runs.
+
+Each check is a small function that reads resolved values and reports what Megatron's
+model configuration (``TransformerConfig`` / ``ModelParallelConfig.__post_init__`` and
+``core_transformer_config_from_args``) would raise for them. Checks that Megatron's
+``validate_args`` already makes are left to the plugins that reproduce it.
+"""
+
+from __future__ import annotations
+
+from . import (
+    attention,
+    batch_invariant,
+    cuda_graphs,
+    fusions,
+    hyper_connections,
+    inference,
+    moe,
+    offloading,
+    overlap,
+    parallel,
+    pipeline,
+    precision,
+    recompute,
+)
+from ._report import Check
+
+FAMILIES: dict[str, tuple[Check, ...]] = {
+    "attention": attention.CHECKS,
+    "moe": moe.CHECKS,
+    "recompute": recompute.CHECKS,
+    "precision": precision.CHECKS,
+    "expert-parallel overlap": overlap.CHECKS,
+    "fusions": fusions.CHECKS,
+    "pipeline": pipeline.CHECKS,
+    "cuda graphs": cuda_graphs.CHECKS,
+    "offloading": offloading.CHECKS,
+    "inference": inference.CHECKS,
+    "batch invariance": batch_invariant.CHECKS,
+    "parallelism": parallel.CHECKS,
+    "hyper-connections and MTP": hyper_connections.CHECKS,
+}
+
+CHECKS: tuple[Check, ...] = tuple(check for family in FAMILIES.values() for check in family)
