@@ -38,7 +38,7 @@ FAMILIES: dict[str, tuple[Check, ...]] = {
     "inference": inference.CHECKS,
     "batch invariance": batch_invariant.CHECKS,
     "parallelism": parallel.CHECKS,
-    "hyper-connections and MTP": hyper_connections.CHECKS,
+    "hyper-connections": hyper_connections.CHECKS,
 }
 
 CHECKS: tuple[Check, ...] = tuple(check for family in FAMILIES.values() for check in family)

@@ -21,13 +21,6 @@ def _per_layer(config: Draft) -> bool:
     return _impl(config) in ("local", "transformer_engine")
 
 
-def full_iteration_graph_takes_no_modules(config: Draft) -> None:
-    if _impl(config) == "full_iteration" and view.cuda_graph_modules(config):
-        reject(config, "--cuda-graph-impl full_iteration captures everything; "
-                       "--cuda-graph-modules must be empty",
-               flags=(IMPL, MODULES), hint="drop --cuda-graph-modules")
-
-
 def cuda_graphs_not_with_cpu_offloading(config: Draft) -> None:
     impl = _impl(config)
     if impl not in ("none", "full_iteration") and view.cpu_offloading(config):
@@ -157,7 +150,6 @@ def graphs_and_fine_grained_offloading(config: Draft) -> None:
 
 
 CHECKS: tuple[Check, ...] = (
-    full_iteration_graph_takes_no_modules,
     cuda_graphs_not_with_cpu_offloading,
     moe_graph_modules,
     graphs_and_recompute,

@@ -1,4 +1,8 @@
-"""Manifold hyper-connections (mHC) and multi-token prediction (MTP)."""
+"""Manifold hyper-connections (mHC), and what they exclude (multi-token prediction, ...).
+
+``--mtp-hsm`` with fewer than two MTP layers is not checked here: Megatron's validate_args
+turns hidden-state mixing off for it, so the model configuration never sees it.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +12,6 @@ from . import model_view as view
 from ._report import Check, reject, shown
 
 MHC = "enable_mhc_connections"
-
-
-def hidden_state_mixing_needs_two_mtp_layers(config: Draft) -> None:
-    layers = config.get("mtp_num_layers")
-    if config.get("mtp_hsm") and (layers is None or layers < 2):
-        reject(config, f"--mtp-hsm mixes the hidden states of several MTP layers, and "
-                       f"--mtp-num-layers is {layers}",
-               flags=("mtp_hsm", "mtp_num_layers"), hint="use --mtp-num-layers 2 or more")
 
 
 def mhc_recompute(config: Draft) -> None:
@@ -72,7 +68,6 @@ def mhc_model_limits(config: Draft) -> None:
 
 
 CHECKS: tuple[Check, ...] = (
-    hidden_state_mixing_needs_two_mtp_layers,
     mhc_recompute,
     mhc_model_limits,
 )

@@ -100,8 +100,9 @@ def ep_overlap_with_ncclep_and_graphs(config: Draft) -> None:
                hint="remove expert_fc1 from --offload-modules")
     graphed = [m for m in ("moe", "mlp") if m in view.cuda_graph_modules(config)]
     if config.get("cuda_graph_impl", "none") == "transformer_engine" and graphed:
-        reject(config, f"--overlap-moe-expert-parallel-comm does not work with --cuda-graph-modules "
-                       f"{' '.join(graphed)} under --cuda-graph-impl transformer_engine",
+        reject(config, f"--overlap-moe-expert-parallel-comm does not work with "
+                       f"--cuda-graph-modules {' '.join(graphed)} under --cuda-graph-impl "
+                       "transformer_engine",
                flags=(EP_OVERLAP, "cuda_graph_modules"),
                hint="graph attn / moe_router instead")
 

@@ -1,11 +1,11 @@
-"""Model parallelism as the model configuration sees it: sequence parallelism, GTP weight
-shards, per-layer context-parallel communication, symmetric all-reduce."""
+"""Model parallelism as the model configuration sees it: sequence parallelism, per-layer
+context-parallel communication, symmetric all-reduce. (GTP weight shards are checked by the
+``gtp`` plugin, as Megatron's validate_args does.)"""
 
 from __future__ import annotations
 
 from megaplug import Draft
 
-from . import model_view as view
 from ._report import Check, reject, shown
 
 SYMMETRIC_AR_MIN_TORCH = "2.7.0a0"
@@ -17,26 +17,6 @@ def sequence_parallel_needs_tensor_parallel(config: Draft) -> None:
         reject(config, "--sequence-parallel needs tensor parallelism",
                flags=("sequence_parallel", "tensor_model_parallel_size"),
                hint="drop --sequence-parallel, or raise --tensor-model-parallel-size")
-
-
-def weight_shards_are_multiples_of_tensor_parallel(config: Draft) -> None:
-    """GTP shards each weight over tensor-parallel ranks times a whole rematerialization
-    factor, for dense and expert layers alike."""
-    pairs = (("tensor_parallel_num_weight_shards", "tensor_model_parallel_size"),
-             ("expert_tensor_parallel_num_weight_shards", "expert_tensor_parallel_size"))
-    for shards_dest, tp_dest in pairs:
-        shards = config.get(shards_dest)
-        tp = config.get(tp_dest) or config.get("tensor_model_parallel_size", 1)
-        if shards is None or not tp:
-            continue
-        if shards < tp:
-            reject(config, f"{shown(config, shards_dest)} must be at least the tensor-parallel "
-                           f"size {tp}",
-                   flags=(shards_dest, tp_dest), hint=f"use a multiple of {tp}")
-        elif shards % tp:
-            reject(config, f"{shown(config, shards_dest)} is not a multiple of the "
-                           f"tensor-parallel size {tp}",
-                   flags=(shards_dest, tp_dest), hint=f"use a multiple of {tp}")
 
 
 def per_layer_cp_comm_types_cover_the_layers(config: Draft) -> None:
@@ -70,7 +50,6 @@ def symmetric_all_reduce_versions(config: Draft) -> None:
 
 CHECKS: tuple[Check, ...] = (
     sequence_parallel_needs_tensor_parallel,
-    weight_shards_are_multiples_of_tensor_parallel,
     per_layer_cp_comm_types_cover_the_layers,
     symmetric_all_reduce_versions,
 )

@@ -139,11 +139,15 @@ def accounted_layers_divide_over_stages(config: Draft) -> None:
     pp = config.get("pipeline_model_parallel_size", 1)
     vpp = config.get("virtual_pipeline_model_parallel_size")
     flags = (*accounting, "num_layers", "pipeline_model_parallel_size")
-    if pp and layers % pp:
-        reject(config, f"{layers} layers (counting the embedding / loss) cannot be split evenly "
-                       f"over {shown(config, 'pipeline_model_parallel_size')}",
-               flags=flags, hint=f"use a layer count that makes a multiple of {pp}")
-    elif pp and vpp is not None and (layers // pp) % vpp:
+    if not pp:
+        return
+    if layers % pp:
+        # validate_args reports this itself, except for hybrid models
+        if config.get("hybrid_layer_pattern") is not None:
+            reject(config, f"{layers} layers (counting the embedding / loss) cannot be split "
+                           f"evenly over {shown(config, 'pipeline_model_parallel_size')}",
+                   flags=flags, hint=f"use a layer count that makes a multiple of {pp}")
+    elif vpp is not None and (layers // pp) % vpp:
         reject(config, f"each pipeline rank holds {layers // pp} layers (counting the embedding "
                        f"/ loss), not a multiple of its {vpp} virtual stages",
                flags=(*flags, "num_virtual_stages_per_pipeline_rank"),

@@ -1,4 +1,7 @@
-"""FP8 and FP4: recipes, the layers kept in BF16, parameter gathers and output projections."""
+"""FP8 and FP4: recipes, the layers kept in BF16, parameter gathers and output projections.
+
+(FP8 with FP4, and FP4 parameter gathers without FP4, are validate_args' checks.)
+"""
 
 from __future__ import annotations
 
@@ -43,13 +46,13 @@ def custom_recipe_needs_quantizer_factory(config: Draft) -> None:
                         "package.module.function")
 
 
-def parameter_gather_needs_its_format(config: Draft) -> None:
-    """FP8 / FP4 parameters only exist when the model computes in that format."""
-    for gather, fmt, spelled in (("fp8_param_gather", "fp8", "--fp8-format"),
-                                 ("fp4_param_gather", "fp4", "--fp4-format")):
-        if config.get(gather) and not config.get(fmt):
-            reject(config, f"{config.spelling(gather)} needs {spelled}",
-                   flags=(gather, fmt), hint=f"add {spelled}, or drop {config.spelling(gather)}")
+def fp8_parameter_gather_needs_fp8(config: Draft) -> None:
+    """FP8 parameters only exist when the model computes in FP8 (validate_args checks the
+    FP4 counterpart)."""
+    if config.get("fp8_param_gather") and not view.fp8_on(config):
+        reject(config, "--fp8-param-gather needs --fp8-format",
+               flags=("fp8_param_gather", "fp8"),
+               hint="add --fp8-format, or drop --fp8-param-gather")
 
 
 def fp8_output_projection(config: Draft) -> None:
@@ -65,17 +68,10 @@ def fp8_output_projection(config: Draft) -> None:
                flags=("fp8_output_proj", "fp8_recipe"), hint="use --fp8-recipe mxfp8")
 
 
-def one_low_precision_format(config: Draft) -> None:
-    if view.fp8_on(config) and view.fp4_on(config):
-        reject(config, "--fp8-format and --fp4-format cannot be used together",
-               flags=("fp8", "fp4"), hint="choose one low-precision format")
-
-
 CHECKS: tuple[Check, ...] = (
     bf16_edge_layers_not_with_delayed_scaling,
     bf16_edge_layer_counts_fit_a_stage,
     custom_recipe_needs_quantizer_factory,
-    parameter_gather_needs_its_format,
+    fp8_parameter_gather_needs_fp8,
     fp8_output_projection,
-    one_low_precision_format,
 )
