@@ -15,6 +15,7 @@ from . import (
     fusions,
     hyper_connections,
     inference,
+    model_build,
     moe,
     offloading,
     overlap,
@@ -39,6 +40,7 @@ FAMILIES: dict[str, tuple[Check, ...]] = {
     "batch invariance": batch_invariant.CHECKS,
     "parallelism": parallel.CHECKS,
     "hyper-connections": hyper_connections.CHECKS,
+    "layer construction (warnings)": model_build.CHECKS,
 }
 
 CHECKS: tuple[Check, ...] = tuple(check for family in FAMILIES.values() for check in family)
