@@ -14,8 +14,7 @@ pytest.importorskip("megatron.training.arguments",
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-#: Filled by the tests: how many launches of each kind were judged, and how many agreed.
-TALLY: dict[str, list[int]] = {}
+from preflight_reference import TALLY  # noqa: E402  (importable only after the line above)
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -29,6 +29,11 @@ _FUSED_KERNELS = {
 }
 
 
+#: Filled by the tests, printed at the end of the session: per kind of launch,
+#: [launches megaplug agrees on, launches judged].
+TALLY: dict[str, list[int]] = {}
+
+
 @dataclass(frozen=True)
 class Verdict:
     """Where Megatron stopped a launch: ``parse``, ``validate``, ``model-config`` or ``ok``."""
@@ -129,6 +134,8 @@ def megatron_verdict(launch: dict[str, Any]) -> Verdict:
         except SystemExit:
             return Verdict("parse", quiet.getvalue().strip().splitlines()[-1:][0]
                            if quiet.getvalue().strip() else "argparse exit")
+        except Exception as exc:  # noqa: BLE001 - parse_args also checks a few environments
+            return Verdict("parse", _first_line(exc))
         try:
             arguments.validate_args(args, dict(launch.get("args_defaults") or {}))
         except Exception as exc:  # noqa: BLE001 - Megatron raises every kind; all are a verdict

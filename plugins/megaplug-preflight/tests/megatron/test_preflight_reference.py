@@ -16,9 +16,8 @@ from typing import Any
 
 import megatron.core
 import pytest
-from conftest import TALLY
 from preflight_probes import BASES, PROBES, apply, load_base, parity_launches
-from preflight_reference import megatron_verdict, megaplug_problems
+from preflight_reference import TALLY, megatron_verdict, megaplug_problems
 
 #: The reference release; probes aimed at checks added after it are left out against it.
 RELEASE_WITHOUT_NEWER_CHECKS = "0.19.2"
