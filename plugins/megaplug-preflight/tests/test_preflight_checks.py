@@ -12,6 +12,12 @@ from preflight_launches import MLA, MLA_FUSED, MOE, preflight_problems
 
 #: (id, extra arguments, a fragment of the expected message, a flag the problem names)
 REJECTED = [
+    # model shape and initialization
+    ("no layers", ["--num-layers", "0"], "--num-layers 0 must be at least 1", "--num-layers"),
+    ("xavier init", ["--init-method-xavier-uniform"],
+     "--init-method-xavier-uniform is not accepted", "--init-method-xavier-uniform"),
+    ("expert TP 0", [*MOE, "--expert-tensor-parallel-size", "0"],
+     "--expert-tensor-parallel-size 0 leaves no rank", "--expert-tensor-parallel-size"),
     # attention heads and query groups over tensor-parallel ranks
     ("heads over TP", ["--num-attention-heads", "6", "--kv-channels", "16",
                        "--tensor-model-parallel-size", "4"],
@@ -142,6 +148,10 @@ REJECTED = [
     ("uneven middle", ["--pipeline-model-parallel-size", "4",
                        "--decoder-first-pipeline-num-layers", "3"],
      "the 5 layers between the first and last stage cannot be split evenly over 3",
+     "--decoder-first-pipeline-num-layers"),
+    ("empty first stage", ["--pipeline-model-parallel-size", "4",
+                           "--decoder-first-pipeline-num-layers", "0"],
+     "--decoder-first-pipeline-num-layers 0 must be at least 1",
      "--decoder-first-pipeline-num-layers"),
     ("uneven with accounting", ["--pipeline-model-parallel-size", "2",
                                 "--decoder-first-pipeline-num-layers", "4",

@@ -86,7 +86,20 @@ def test_version_checks_follow_the_stated_target():
     assert any("RoPE fusion (on by default) requires transformer_engine >= 1.4, not installed"
                in p.message for p in missing)
     old = problems([*rope_fusion, "--rotary-interleaved"], packages={"transformer_engine": "2.2"})
-    assert any("needs transformer_engine >= 2.3, found 2.2" in p.message for p in old)
+    assert any("RoPE fusion requires transformer_engine >= 2.3, found 2.2" in p.message
+               for p in old)
+
+
+def test_transformer_engine_checks_warn_when_the_target_is_unknown():
+    """Not installed here and not stated: the check cannot be made for the cluster."""
+    if megaplug.TargetEnvironment().has_package("transformer_engine"):
+        pytest.skip("Transformer Engine is installed on this machine")
+    resolved = megaplug.resolve([*DENSE, "--position-embedding-type", "rope"], environ=ENVIRON,
+                                target=target(packages={}))
+    warned = [w.message for w in resolved.warnings if w.plugin == "preflight"]
+    assert warned == ["RoPE fusion (on by default) needs transformer_engine >= 1.4, which is not "
+                      "installed here; not checked (pass --assume transformer_engine=VERSION to "
+                      "check for the target)"]
 
 
 def test_checks_are_named_documented_and_listed_once():

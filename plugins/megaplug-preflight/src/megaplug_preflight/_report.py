@@ -19,6 +19,27 @@ def reject(config: Draft, message: str, *, flags: Sequence[str], hint: str) -> N
     config.error(f"{message}; {AT_MODEL_BUILD}", flags=tuple(flags), hint=hint)
 
 
+TRANSFORMER_ENGINE = "transformer_engine"
+
+
+def te_shortfall(config: Draft, minimum: str, what: str,
+                 flags: Sequence[str]) -> str | None:
+    """``'requires transformer_engine >= v, found w'`` (or ``..., not installed``) when the
+    target lacks that Transformer Engine, else None.
+
+    A login node or laptop usually has no Transformer Engine: when it is not installed here
+    and the target does not state a version (``--assume transformer_engine=...``), the check
+    cannot be made, and a warning says so instead.
+    """
+    env = config.env
+    if env.package_version(TRANSFORMER_ENGINE) is None and TRANSFORMER_ENGINE not in env.packages:
+        config.warn(f"{what} needs transformer_engine >= {minimum}, which is not installed "
+                    "here; not checked (pass --assume transformer_engine=VERSION to check for "
+                    "the target)", flags=tuple(flags))
+        return None
+    return env.requirement_problem(TRANSFORMER_ENGINE, minimum)
+
+
 def shown(config: Draft, dest: str, value: Any = None) -> str:
     """A flag as the user wrote it, with its value: ``--tensor-model-parallel-size 4``."""
     if value is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from megaplug import Draft
 
 from . import model_view as view
-from ._report import Check, divisors, reject, shown, spoken
+from ._report import Check, divisors, reject, shown, spoken, te_shortfall
 
 #: Transformer Engine versions that provide the fused RoPE kernels, and interleaved fused RoPE.
 ROPE_FUSION_MIN_TE = "1.4"
@@ -175,12 +175,12 @@ def rope_fusion_kernels_available(config: Draft) -> None:
     """Fused RoPE kernels come from Transformer Engine."""
     if not _fused_rope_applies(config):
         return
-    problem = config.env.requirement_problem("transformer_engine", ROPE_FUSION_MIN_TE)
+    problem = te_shortfall(config, ROPE_FUSION_MIN_TE, "RoPE fusion (on by default)",
+                           ("apply_rope_fusion",))
     if problem:
         reject(config, f"RoPE fusion (on by default) {problem}",
                flags=("apply_rope_fusion", "position_embedding_type"),
-               hint="add --no-rope-fusion, or install Transformer Engine (to validate for "
-                    "another machine, pass --assume transformer_engine=VERSION)")
+               hint="add --no-rope-fusion, or install Transformer Engine")
 
 
 def interleaved_rope_fusion_needs_recent_te(config: Draft) -> None:
@@ -188,11 +188,11 @@ def interleaved_rope_fusion_needs_recent_te(config: Draft) -> None:
     if not _fused_rope_applies(config) or not config.get("rotary_interleaved"):
         return
     if not config.env.has_package("transformer_engine"):
-        return  # reported by rope_fusion_kernels_available
-    if not config.env.version_at_least("transformer_engine", INTERLEAVED_ROPE_FUSION_MIN_TE):
-        found = config.env.package_version("transformer_engine")
-        reject(config, f"--rotary-interleaved with RoPE fusion needs transformer_engine >= "
-                       f"{INTERLEAVED_ROPE_FUSION_MIN_TE}, found {found}",
+        return  # reported (or warned about) by rope_fusion_kernels_available
+    problem = config.env.requirement_problem("transformer_engine",
+                                             INTERLEAVED_ROPE_FUSION_MIN_TE)
+    if problem:
+        reject(config, f"--rotary-interleaved with RoPE fusion {problem}",
                flags=("rotary_interleaved", "apply_rope_fusion"),
                hint="add --no-rope-fusion, or upgrade Transformer Engine")
 

@@ -16,6 +16,7 @@ from . import (
     hyper_connections,
     inference,
     model_build,
+    model_shape,
     moe,
     offloading,
     overlap,
@@ -27,6 +28,7 @@ from . import (
 from ._report import Check
 
 FAMILIES: dict[str, tuple[Check, ...]] = {
+    "model shape": model_shape.CHECKS,
     "attention": attention.CHECKS,
     "moe": moe.CHECKS,
     "recompute": recompute.CHECKS,

@@ -1,7 +1,9 @@
 """Mixture of experts: expert counts, token dispatchers, capacity, router options, shared experts.
 
 Megatron makes most of these checks whether or not the model has experts (a router option
-on a dense model is refused too), and so does pre-flight.
+on a dense model is refused too), and so does pre-flight. Its refusal of the allgather
+dispatcher with variable sequence lengths is not ported: the Megatron revision whose flags
+megaplug carries always sets ``variable_seq_lengths = False`` in validate_args.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from megaplug import Draft
 
 from . import model_view as view
-from ._report import Check, reject, shown
+from ._report import Check, reject, shown, te_shortfall
 
 #: Load-balancing types that work with a capacity factor (token dropping).
 CAPACITY_LOAD_BALANCING = ("aux_loss", "seq_aux_loss", "global_aux_loss", "none")
@@ -65,10 +67,9 @@ def single_grouped_parameters_need_grouped_gemm(config: Draft) -> None:
     if not config.get("moe_grouped_gemm"):
         reject(config, f"{spelled} need --moe-grouped-gemm",
                flags=(*names, "moe_grouped_gemm"), hint="add --moe-grouped-gemm")
-    if not config.env.version_at_least("transformer_engine", SINGLE_GROUPED_MIN_TE):
-        found = config.env.package_version("transformer_engine") or "not installed"
-        reject(config, f"{spelled} need transformer_engine >= {SINGLE_GROUPED_MIN_TE}, "
-                       f"found {found}",
+    problem = te_shortfall(config, SINGLE_GROUPED_MIN_TE, spelled, names)
+    if problem:
+        reject(config, f"{spelled} {problem}",
                flags=tuple(names), hint="upgrade Transformer Engine, or drop these flags")
     if not view.uses_grouped_tensor(config):
         reject(config, f"{spelled} need grouped tensors",
@@ -274,15 +275,15 @@ def moe_fp8_needs_recent_te(config: Draft) -> None:
     """FP8 experts (and FP8 grouped GEMM) need recent Transformer Engine versions."""
     if not view.experts(config) or not view.fp8_on(config):
         return
-    found = config.env.package_version("transformer_engine") or "not installed"
-    if not config.env.version_at_least("transformer_engine", MOE_FP8_MIN_TE):
-        reject(config, f"MoE with FP8 needs transformer_engine >= 1.7.0, found {found}",
-               flags=("num_experts", "fp8"), hint="upgrade Transformer Engine")
-    elif config.get("moe_grouped_gemm") and not config.env.version_at_least(
-            "transformer_engine", FP8_GROUPED_GEMM_MIN_TE):
-        reject(config, f"FP8 grouped GEMM needs transformer_engine >= "
-                       f"{FP8_GROUPED_GEMM_MIN_TE}, found {found}",
-               flags=("moe_grouped_gemm", "fp8"), hint="upgrade Transformer Engine")
+    problem = te_shortfall(config, MOE_FP8_MIN_TE, "MoE with FP8", ("num_experts", "fp8"))
+    if problem:
+        reject(config, f"MoE with FP8 {problem}", flags=("num_experts", "fp8"),
+               hint="upgrade Transformer Engine")
+    elif config.get("moe_grouped_gemm") and config.env.has_package("transformer_engine"):
+        problem = config.env.requirement_problem("transformer_engine", FP8_GROUPED_GEMM_MIN_TE)
+        if problem:
+            reject(config, f"FP8 grouped GEMM {problem}", flags=("moe_grouped_gemm", "fp8"),
+                   hint="upgrade Transformer Engine")
 
 
 def router_padding_needs_quantization(config: Draft) -> None:
@@ -336,25 +337,15 @@ def group_limited_routing(config: Draft) -> None:
                hint="route to at most as many groups as there are")
 
 
-def allgather_dispatcher_fixed_lengths(config: Draft) -> None:
-    """The allgather dispatcher assumes every micro-batch has the same sequence length."""
-    if (config.get("moe_token_dispatcher_type", "allgather") == "allgather"
-            and config.get("variable_seq_lengths") is True):
-        reject(config, "the allgather token dispatcher (the default) does not support the "
-                       "variable sequence lengths of packed sequences",
-               flags=("moe_token_dispatcher_type", "sequence_packing_scheduler"),
-               hint="use --moe-token-dispatcher-type alltoall")
-
-
 def permute_fusion_kernels_available(config: Draft) -> None:
     """The fused permutation kernels come from Transformer Engine 2.1 or newer."""
     if not config.get("moe_permute_fusion"):
         return
-    problem = config.env.requirement_problem("transformer_engine", PERMUTE_FUSION_MIN_TE)
+    problem = te_shortfall(config, PERMUTE_FUSION_MIN_TE, "--moe-permute-fusion",
+                           ("moe_permute_fusion",))
     if problem:
         reject(config, f"--moe-permute-fusion {problem}", flags=("moe_permute_fusion",),
-               hint="drop --moe-permute-fusion, or install Transformer Engine >= 2.1 (to "
-                    "validate for another machine, pass --assume transformer_engine=VERSION)")
+               hint="drop --moe-permute-fusion, or install Transformer Engine >= 2.1")
 
 
 CHECKS: tuple[Check, ...] = (
@@ -381,6 +372,5 @@ CHECKS: tuple[Check, ...] = (
     router_padding_needs_quantization,
     top1_routing_needs_pre_softmax,
     group_limited_routing,
-    allgather_dispatcher_fixed_lengths,
     permute_fusion_kernels_available,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from megaplug import Draft
 
 from . import model_view as view
-from ._report import Check, reject, shown
+from ._report import Check, reject, shown, te_shortfall
 
 EP_OVERLAP = "overlap_moe_expert_parallel_comm"
 #: torch versions below this hang with the overlapped all-to-all.
@@ -115,11 +115,13 @@ def delayed_wgrad_needs_ep_overlap(config: Draft) -> None:
         reject(config, "--delay-wgrad-compute needs --overlap-moe-expert-parallel-comm",
                flags=("delay_wgrad_compute", EP_OVERLAP),
                hint="add --overlap-moe-expert-parallel-comm")
-    if config.get("cuda_graph_impl", "none") == "transformer_engine" and not \
-            config.env.version_at_least("transformer_engine", DELAYED_WGRAD_GRAPH_MIN_TE):
-        found = config.env.package_version("transformer_engine") or "not installed"
-        reject(config, f"--delay-wgrad-compute with --cuda-graph-impl transformer_engine needs "
-                       f"transformer_engine >= {DELAYED_WGRAD_GRAPH_MIN_TE}, found {found}",
+    if config.get("cuda_graph_impl", "none") != "transformer_engine":
+        return
+    problem = te_shortfall(config, DELAYED_WGRAD_GRAPH_MIN_TE, "--delay-wgrad-compute with "
+                           "TE CUDA graphs", ("delay_wgrad_compute", "cuda_graph_impl"))
+    if problem:
+        reject(config, f"--delay-wgrad-compute with --cuda-graph-impl transformer_engine "
+                       f"{problem}",
                flags=("delay_wgrad_compute", "cuda_graph_impl"),
                hint="upgrade Transformer Engine")
 
@@ -133,10 +135,10 @@ def dispatch_wgrad_overlap(config: Draft) -> None:
         reject(config, "--overlap-dispatch-backward-with-experts-wgrad and "
                        "--overlap-moe-expert-parallel-comm cannot both be on",
                flags=(flag, EP_OVERLAP), hint="choose one overlap schedule")
-    if not config.env.version_at_least("transformer_engine", DISPATCH_WGRAD_OVERLAP_MIN_TE):
-        found = config.env.package_version("transformer_engine") or "not installed"
-        reject(config, f"--overlap-dispatch-backward-with-experts-wgrad needs transformer_engine "
-                       f">= {DISPATCH_WGRAD_OVERLAP_MIN_TE}, found {found}",
+    problem = te_shortfall(config, DISPATCH_WGRAD_OVERLAP_MIN_TE,
+                           "--overlap-dispatch-backward-with-experts-wgrad", (flag,))
+    if problem:
+        reject(config, f"--overlap-dispatch-backward-with-experts-wgrad {problem}",
                flags=(flag,), hint="upgrade Transformer Engine")
     if config.get("delay_wgrad_compute"):
         reject(config, "--overlap-dispatch-backward-with-experts-wgrad and "

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from megaplug import Draft
 
-from ._report import Check, reject, shown
+from ._report import Check, reject, shown, te_shortfall
 
 SYMMETRIC_AR_MIN_TORCH = "2.7.0a0"
 SYMMETRIC_AR_MIN_TE = "2.3.0"
@@ -41,10 +41,10 @@ def symmetric_all_reduce_versions(config: Draft) -> None:
                                                                       SYMMETRIC_AR_MIN_TORCH):
         reject(config, f"--symmetric-ar-type needs torch >= 2.7, found {torch_version}",
                flags=("symmetric_ar_type",), hint="upgrade torch")
-    if not config.env.version_at_least("transformer_engine", SYMMETRIC_AR_MIN_TE):
-        found = config.env.package_version("transformer_engine") or "not installed"
-        reject(config, f"--symmetric-ar-type needs transformer_engine >= {SYMMETRIC_AR_MIN_TE}, "
-                       f"found {found}",
+    problem = te_shortfall(config, SYMMETRIC_AR_MIN_TE, "--symmetric-ar-type",
+                           ("symmetric_ar_type",))
+    if problem:
+        reject(config, f"--symmetric-ar-type {problem}",
                flags=("symmetric_ar_type",), hint="upgrade Transformer Engine")
 
 

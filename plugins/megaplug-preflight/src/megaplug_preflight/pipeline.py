@@ -32,7 +32,8 @@ def layout_stages(text: str) -> list[str] | None:
 
 
 def _given(config: Draft, names: tuple[str, ...]) -> list[str]:
-    return [n for n in names if config.get(n) not in (None, False)]
+    """The flags among ``names`` that are set: a stage size (even 0) or a true switch."""
+    return [n for n in names if config.get(n) is not None and config.get(n) is not False]
 
 
 def uneven_stages_not_with_accounting(config: Draft) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from megaplug import Draft
 
 from . import model_view as view
-from ._report import Check, reject, shown
+from ._report import Check, reject, shown, te_shortfall
 
 #: Modules selective recomputation knows.
 RECOMPUTE_MODULES = frozenset({"core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe",
@@ -145,10 +145,10 @@ def fp8_module_recompute(config: Draft) -> None:
                        "--fp8-recipe delayed",
                flags=("recompute_modules", "fp8_recipe"),
                hint="use another FP8 recipe, or drop these modules")
-    if not config.env.version_at_least("transformer_engine", FP8_MODULE_RECOMPUTE_MIN_TE):
-        found = config.env.package_version("transformer_engine") or "not installed"
-        reject(config, f"recomputing {' and '.join(modules)} in FP8 needs transformer_engine "
-                       f">= 2.6.0, found {found}",
+    what = f"recomputing {' and '.join(modules)} in FP8"
+    problem = te_shortfall(config, FP8_MODULE_RECOMPUTE_MIN_TE, what, ("recompute_modules",))
+    if problem:
+        reject(config, f"{what} {problem}",
                flags=("recompute_modules", "fp8"), hint="upgrade Transformer Engine")
 
 

@@ -7,10 +7,10 @@ raises) that pre-flight must reject, a *control* (both accept) that pre-flight m
 or neither (``validate_args`` already rejects it: not pre-flight's business).
 
 Edits are written as in a shell: ``"--tensor-model-parallel-size 4"`` sets a flag (replacing
-any earlier occurrence and its values), ``"!--no-rope-fusion"`` drops one, ``"TE=2.2.0"`` /
-``"TE=none"`` restates the target's Transformer Engine, ``"ENV:NAME=value"`` sets an
-environment variable of the launch. The world size is then raised to
-fit the parallel sizes.
+any earlier occurrence and its values), ``"!--no-rope-fusion"`` drops one, ``"TE=2.2.0"``
+restates the target's Transformer Engine (``"TE=none"``: stated as not installed), and
+``"ENV:NAME=value"`` sets an environment variable of the launch. The world size is then
+raised to fit the parallel sizes.
 """
 
 from __future__ import annotations
@@ -126,10 +126,7 @@ def apply(base: dict[str, Any], edits: tuple[str, ...]) -> dict[str, Any]:
         elif edit.startswith("TE="):
             packages = launch.setdefault("assume", {}).setdefault("packages", {})
             version = edit[3:]
-            if version == "none":
-                packages.pop("transformer_engine", None)
-            else:
-                packages["transformer_engine"] = version
+            packages["transformer_engine"] = None if version == "none" else version
         elif edit.startswith("!"):
             argv = _drop(argv, edit[1:])
         else:
@@ -154,6 +151,10 @@ MLA = ("mla",)
 ANY = ("dense", "moe")
 
 PROBES: tuple[Probe, ...] = (
+    # -- model shape and initialization ------------------------------------------------------
+    _p("model shape", "no layers", "--num-layers 0", on=("dense",)),
+    _p("model shape", "xavier init", "--init-method-xavier-uniform", on=ANY),
+    _p("model shape", "expert tensor parallel 0", "--expert-tensor-parallel-size 0", on=MOE),
     # -- attention heads and query groups over tensor-parallel ranks -----------------------
     _p(
         "attention",
@@ -1004,6 +1005,14 @@ PROBES: tuple[Probe, ...] = (
         newer=True,
     ),
     # -- pipeline stages -----------------------------------------------------------------------
+    _p(
+        "pipeline",
+        "empty first stage",
+        "--decoder-first-pipeline-num-layers 0",
+        "--pipeline-model-parallel-size 4",
+        "!--num-layers-per-virtual-pipeline-stage",
+        on=("dense",),
+    ),
     _p(
         "pipeline",
         "uneven with accounting",

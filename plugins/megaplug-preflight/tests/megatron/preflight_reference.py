@@ -138,6 +138,8 @@ def megatron_verdict(launch: dict[str, Any]) -> Verdict:
             return Verdict("parse", _first_line(exc))
         try:
             arguments.validate_args(args, dict(launch.get("args_defaults") or {}))
+        except SystemExit:  # a few flags make validate_args print and exit()
+            return Verdict("validate", "exit() in validate_args")
         except Exception as exc:  # noqa: BLE001 - Megatron raises every kind; all are a verdict
             return Verdict("validate", _first_line(exc))
         try:
