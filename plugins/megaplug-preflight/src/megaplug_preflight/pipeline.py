@@ -36,6 +36,14 @@ def _given(config: Draft, names: tuple[str, ...]) -> list[str]:
     return [n for n in names if config.get(n) is not None and config.get(n) is not False]
 
 
+def pipeline_size_positive(config: Draft) -> None:
+    """validate_args computes with a non-positive pipeline size; the model cannot have one."""
+    pp = config.get("pipeline_model_parallel_size", 1)
+    if pp is not None and pp <= 0:
+        reject(config, f"{shown(config, 'pipeline_model_parallel_size')} must be at least 1",
+               flags=("pipeline_model_parallel_size",), hint="use 1 for no pipeline parallelism")
+
+
 def uneven_stages_not_with_accounting(config: Draft) -> None:
     """Uneven stage sizes are explicit; accounting for embedding and loss is another way."""
     uneven, accounting = _given(config, UNEVEN), _given(config, ACCOUNTING)
@@ -184,6 +192,7 @@ def deferred_embedding_gradients(config: Draft) -> None:
 
 
 CHECKS: tuple[Check, ...] = (
+    pipeline_size_positive,
     uneven_stages_not_with_accounting,
     layout_excludes_other_split_flags,
     layout_places_the_model,

@@ -153,6 +153,13 @@ ANY = ("dense", "moe")
 PROBES: tuple[Probe, ...] = (
     # -- model shape and initialization ------------------------------------------------------
     _p("model shape", "no layers", "--num-layers 0", on=("dense",)),
+    _p(
+        "model shape",
+        "negative pipeline size",
+        "--pipeline-model-parallel-size -1",
+        "!--num-layers-per-virtual-pipeline-stage",
+        on=("dense",),
+    ),
     _p("model shape", "xavier init", "--init-method-xavier-uniform", on=ANY),
     _p("model shape", "expert tensor parallel 0", "--expert-tensor-parallel-size 0", on=MOE),
     # -- attention heads and query groups over tensor-parallel ranks -----------------------
