@@ -1,0 +1,52 @@
+"""megaplug-preflight: reject at resolve time what Megatron only rejects once the job runs.
+
+Megatron checks its arguments twice: in ``validate_args`` (which megaplug reproduces), and
+again when every rank builds its model configuration (``TransformerConfig.__post_init__``,
+``core_transformer_config_from_args``) -- after the scheduler has allocated the nodes and
+every rank has imported torch. This plugin ports that second round, without importing
+torch or megatron.core: ``--num-attention-heads 6 --tensor-model-parallel-size 4`` fails
+``megaplug resolve`` on a laptop instead of a 512-GPU job.
+
+It is active by default. Turn it off with ``-p no:preflight`` (or ``MEGAPLUG_DISABLE=preflight``),
+or keep it loaded but silent with the environment switch ``MEGAPLUG_PREFLIGHT=0``.
+"""
+
+from __future__ import annotations
+
+from megaplug import Draft, PluginInfo, hookimpl
+
+from .checks import CHECKS, FAMILIES
+
+#: The environment switch: ``0``, ``false``, ``no`` or ``off`` turn the checks off.
+SWITCH = "MEGAPLUG_PREFLIGHT"
+_OFF = frozenset({"0", "false", "no", "off"})
+
+megaplug_plugin = PluginInfo(
+    name="preflight",
+    description="Pre-flight: the model-configuration checks Megatron makes only when it "
+                "builds the model.",
+    version="0.1.0",
+    # Validation runs after every plugin's derive hook; these edges order the built-ins
+    # whose values the checks read. Feature plugins (moe, mla, inference, ...) may be
+    # absent, so their settings are read with config.get and no edge names them.
+    after=("model", "parallel", "precision", "training", "data", "experimental"),
+)
+
+
+def enabled(config: Draft) -> bool:
+    """Whether the checks run: on unless the target environment sets ``MEGAPLUG_PREFLIGHT``
+    to an off value."""
+    value = config.env.getenv(SWITCH)
+    return value is None or value.strip().lower() not in _OFF
+
+
+@hookimpl
+def validate(config: Draft) -> None:
+    """Report everything Megatron's model configuration would raise for these values."""
+    if not enabled(config):
+        return
+    for check in CHECKS:
+        check(config)
+
+
+__all__ = ["CHECKS", "FAMILIES", "SWITCH", "enabled", "megaplug_plugin"]

@@ -1,0 +1,64 @@
+"""How pre-flight words a problem: the flags, a hint, and when Megatron would have failed."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from megaplug import Draft
+
+#: Appended to every message: the arguments pass Megatron's validate_args; the failure
+#: would come later, once every rank builds its model.
+AT_MODEL_BUILD = "Megatron would raise this when building the model"
+
+#: A pre-flight check: reads the draft, reports through :func:`reject`, changes nothing.
+Check = Callable[[Draft], None]
+
+
+def reject(config: Draft, message: str, *, flags: Sequence[str], hint: str) -> None:
+    """Report one problem Megatron's model configuration would raise."""
+    config.error(f"{message}; {AT_MODEL_BUILD}", flags=tuple(flags), hint=hint)
+
+
+TRANSFORMER_ENGINE = "transformer_engine"
+
+
+def te_shortfall(config: Draft, minimum: str, what: str,
+                 flags: Sequence[str]) -> str | None:
+    """``'requires transformer_engine >= v, found w'`` (or ``..., not installed``) when the
+    target lacks that Transformer Engine, else None.
+
+    A login node or laptop usually has no Transformer Engine: when it is not installed here
+    and the target does not state a version (``--assume transformer_engine=...``), the check
+    cannot be made, and a warning says so instead.
+    """
+    env = config.env
+    if env.package_version(TRANSFORMER_ENGINE) is None and TRANSFORMER_ENGINE not in env.packages:
+        config.warn(f"{what} needs transformer_engine >= {minimum}, which is not installed "
+                    "here; not checked (pass --assume transformer_engine=VERSION to check for "
+                    "the target)", flags=tuple(flags))
+        return None
+    return env.requirement_problem(TRANSFORMER_ENGINE, minimum)
+
+
+def shown(config: Draft, dest: str, value: Any = None) -> str:
+    """A flag as the user wrote it, with its value: ``--tensor-model-parallel-size 4``."""
+    if value is None:
+        value = config.get(dest)
+    spelling = config.spelling(dest)
+    if isinstance(value, bool):
+        return spelling
+    if isinstance(value, (list, tuple)):
+        return f"{spelling} {' '.join(str(getattr(v, 'name', v)) for v in value)}"
+    return f"{spelling} {getattr(value, 'name', value)}"
+
+
+def divisors(number: int) -> list[int]:
+    return [d for d in range(1, abs(number) + 1) if number % d == 0]
+
+
+def spoken(items: Sequence[Any]) -> str:
+    """``[1, 2, 4]`` -> ``'1, 2 or 4'``."""
+    words = [str(i) for i in items]
+    if not words:
+        return ""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
