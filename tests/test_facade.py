@@ -211,3 +211,20 @@ def test_the_switch_needs_a_script(tmp_path):
     done = subprocess.run([sys.executable, "-m", "megaplug.megatron", str(tmp_path / "no.py")],
                           capture_output=True, text=True)
     assert done.returncode == 2 and "no such script" in done.stderr
+
+
+def test_preflight_runs_only_when_asked():
+    # 6 heads cannot be split over 4 tensor-parallel ranks: Megatron's validate_args accepts
+    # it, its model configuration refuses it later.
+    argv = [*BASE, "--hidden-size", "96", "--num-attention-heads", "6",
+            "--tensor-model-parallel-size", "4"]
+    env = {**ENV, "CUDA_DEVICE_MAX_CONNECTIONS": "1"}
+    args = parse_and_validate_args(argv=argv, environ=env, target=target(), torch_types=False)
+    assert args.num_attention_heads == 6
+    with pytest.raises(megaplug.ConfigError) as info:
+        parse_and_validate_args(argv=argv, environ=env, target=target(), torch_types=False,
+                                preflight=True)
+    assert any(p.plugin == "preflight" for p in info.value.problems)
+    with pytest.raises(megaplug.ConfigError):
+        parse_and_validate_args(argv=argv, environ={**env, "MEGAPLUG_PREFLIGHT": "1"},
+                                target=target(), torch_types=False)

@@ -583,7 +583,8 @@ def _cmd_resolve(options: argparse.Namespace, args: list[str]) -> int:
     target = target_from(options)
     namespace = parse_and_validate_args(
         argv=[*_plugin_controls(options), *config_tokens(options), *args], environ=os.environ,
-        args_defaults=defaults_from(options), target=target, torch_types=False, register=False)
+        args_defaults=defaults_from(options), target=target, torch_types=False, register=False,
+        preflight=preflight_wanted())
     provenance = provenance_of(namespace)
     values = {k: encode(v) for k, v in vars(namespace).items()}
     if options.provenance:
@@ -623,6 +624,12 @@ class _Explained:
         return self._provenance[dest]
 
 
+def preflight_wanted() -> bool:
+    """The CLI runs the pre-flight checks unless ``MEGAPLUG_PREFLIGHT`` turns them off."""
+    value = os.environ.get("MEGAPLUG_PREFLIGHT", "1").strip().lower()
+    return value not in ("0", "false", "no", "off")
+
+
 def resolve_partially(options: argparse.Namespace, args: Sequence[str],
                       ) -> tuple[Any, ConfigError | None]:
     """Resolve as far as the pipeline gets: (the config, the error if any).
@@ -640,7 +647,8 @@ def resolve_partially(options: argparse.Namespace, args: Sequence[str],
         namespace = parse_and_validate_args(
             argv=[*_plugin_controls(options), *config_tokens(options), *args],
             environ=os.environ, args_defaults=defaults_from(options),
-            target=target_from(options), torch_types=False, register=False)
+            target=target_from(options), torch_types=False, register=False,
+            preflight=preflight_wanted())
     except FacadeError as exc:
         return exc.partial, exc
     provenance = provenance_of(namespace)

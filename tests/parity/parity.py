@@ -60,7 +60,8 @@ class Outcome:
     error: str = ""
 
 
-FEATURE_PLUGINS = {"moe", "mla", "fsdp", "gtp", "inference", "rl", "distillation", "kitchen"}
+FEATURE_PLUGINS = {"moe", "mla", "fsdp", "gtp", "inference", "rl", "distillation", "kitchen",
+                   "preflight"}
 
 
 def third_party_blocks() -> list[str]:

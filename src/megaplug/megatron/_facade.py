@@ -98,13 +98,17 @@ def validate_args(
     target: TargetEnvironment | None = None,
     environ: Mapping[str, str] | None = None,
     torch_types: bool = True,
+    preflight: bool | None = None,
 ) -> argparse.Namespace:
     """Normalize, derive and validate ``args`` in place, like Megatron's ``validate_args``.
 
     ``defaults`` fill settings that are still ``None`` (Megatron's ``args_defaults``).
     ``torch_types`` (the default) gives Megatron's value types -- torch dtypes, and
     megatron.core's enums where it is installed; ``False`` keeps megaplug's torch-free
-    stand-ins. Raises :class:`ConfigError` with every problem found. Returns ``args``.
+    stand-ins. ``preflight`` runs the pre-flight plugin's checks -- what Megatron only
+    rejects later, when it builds the model; off by default, as Megatron's ``validate_args``
+    does not make them (``MEGAPLUG_PREFLIGHT=1`` turns them on).
+    Raises :class:`ConfigError` with every problem found. Returns ``args``.
     """
     env = os.environ if environ is None else environ
     state = state_of(args)
@@ -116,10 +120,12 @@ def validate_args(
     provenance = _provenance_for(values, state, kernel)
     sink = state.problems if state.problems is not None else ProblemSink()
     state.problems = None
+    target_env = _with_preflight_switch(env if target is None or target.environ is None
+                                        else target.environ, preflight)
     if target is None:
-        target = TargetEnvironment(environ=env)
-    elif target.environ is None:
-        target = target.with_environ(env)  # a copy: the caller may reuse its target
+        target = TargetEnvironment(environ=target_env)
+    else:
+        target = target.with_environ(target_env)  # a copy: the caller may reuse its target
     if defaults:
         kernel.apply_caller_defaults(defaults, values, provenance, sink)
     draft = Draft(values, provenance, kernel.table, sink, target)
@@ -142,6 +148,20 @@ def validate_args(
         for warning in resolved.warnings:
             print(f"WARNING: {warning}", file=sys.stderr)
     return args
+
+
+#: The pre-flight plugin's environment switch, and the values that turn it off.
+PREFLIGHT_SWITCH = "MEGAPLUG_PREFLIGHT"
+_OFF = frozenset({"0", "false", "no", "off"})
+
+
+def _with_preflight_switch(env: Mapping[str, str], preflight: bool | None) -> dict[str, str]:
+    """``env`` with the pre-flight switch set: on when asked (or when the environment asks
+    and the caller did not say), off otherwise -- Megatron's own acceptance."""
+    if preflight is None:
+        value = env.get(PREFLIGHT_SWITCH)
+        preflight = value is not None and value.strip().lower() not in _OFF
+    return {**env, PREFLIGHT_SWITCH: "1" if preflight else "0"}
 
 
 def _stand_ins(kernel: Kernel) -> list[type]:
@@ -177,6 +197,7 @@ def parse_and_validate_args(
     target: TargetEnvironment | None = None,
     torch_types: bool = True,
     register: bool | None = None,
+    preflight: bool | None = None,
 ) -> argparse.Namespace:
     """``parse_args``, the checkpoint's saved arguments (``--use-checkpoint-args``), then
     ``validate_args``, as Megatron's entry points call them; parse and validation problems
@@ -199,7 +220,8 @@ def parse_and_validate_args(
                                  asked_by_caller_only=not getattr(args, "use_checkpoint_args",
                                                                   False))
             state.parsed = dict(vars(args))
-    validate_args(args, defaults, target=target, environ=environ, torch_types=torch_types)
+    validate_args(args, defaults, target=target, environ=environ, torch_types=torch_types,
+                  preflight=preflight)
     if register is None:
         register = torch_types and importlib.util.find_spec("megatron") is not None and (
             importlib.util.find_spec("megatron.training") is not None)
