@@ -10,13 +10,12 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from ._config import Draft, Provenance, ReadOnlyError, Resolved
 from ._errors import ConfigError, PluginError, Problem, ProblemSink
 from ._options import FlagSpec
-from ._plugins import ACTIVE, PluginRecord, PluginSet
+from ._plugins import ACTIVE, BLOCKED, BROKEN, UNAVAILABLE, PluginRecord, PluginSet
 from ._registry import FlagDeclarations, FlagTable
 from ._sources import ConfigFileError, load_config_file
 from ._target import TargetEnvironment
 from ._tokens import NEGATIVE_NUMBER, Occurrence, split
-
-PHASES = ("normalize", "derive", "validate")
+from .hookspecs import HOOKS, PHASES
 
 
 class _HelpParser(argparse.ArgumentParser):
@@ -56,7 +55,7 @@ class Kernel:
         self.timings: dict[str, float] = {}
         started = time.perf_counter()
         for record in plugins.records.values():
-            if record.status == "broken":
+            if record.status == BROKEN:
                 self.setup_problems.append(Problem(
                     f"plugin {record.name!r} ({record.where()}) is broken: {record.reason}",
                     hint=f"fix or uninstall it, or block it with -p no:{record.name}",
@@ -79,7 +78,7 @@ class Kernel:
 
     def _collect_implementations(self) -> dict[str, dict[str, Any]]:
         impls: dict[str, dict[str, Any]] = {}
-        for hook in ("add_args", *PHASES):
+        for hook in HOOKS:
             caller = getattr(self.plugins.manager.hook, hook)
             impls[hook] = {impl.plugin_name: impl for impl in caller.get_hookimpls()}
         return impls
@@ -91,11 +90,11 @@ class Kernel:
         try:
             _invoke(impl, FlagDeclarations(table, record.name))
         except PluginError as exc:
-            record.status, record.reason = "broken", str(exc)
+            record.status, record.reason = BROKEN, str(exc)
             self.setup_problems.append(Problem(str(exc), plugin=record.name,
                                                hint="block one of them with -p no:NAME"))
         except Exception as exc:
-            record.status = "broken"
+            record.status = BROKEN
             record.reason = f"add_args raised {type(exc).__name__}: {exc}"
             self.setup_problems.append(Problem(
                 f"plugin {record.name!r} ({record.where()}) raised {type(exc).__name__} in "
@@ -129,7 +128,7 @@ class Kernel:
         path alone, and a blocked plugin that fails even to import is simply skipped.
         """
         for record in self.plugins.records.values():
-            if record.status != "blocked" or record.loader is None:
+            if record.status != BLOCKED or record.loader is None:
                 continue
             loader, record.loader = record.loader, None
             try:
@@ -385,7 +384,7 @@ class Kernel:
                 (name,), hint="remove it; megaplug derives it from other settings",
                 plugin=spec.plugin if spec else None))
         elif record is not None:
-            if record.status == "unavailable":
+            if record.status == UNAVAILABLE:
                 message = (f"{option} belongs to plugin {record.name!r}, which is unavailable: "
                            f"{record.reason}")
                 hint = "install the missing package, or drop the flag"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import heapq
 import importlib
 import os
@@ -15,9 +16,6 @@ from . import hookspecs
 from ._errors import PluginError
 from ._record import FrozenRecord, MutableRecord
 from ._target import TargetEnvironment
-
-ENTRY_POINT_GROUP = "megaplug"
-HOOK_NAMES = ("add_args", "normalize", "derive", "validate")
 
 #: Built-in plugins, registered through the same path as installed ones.
 BUILTIN_PLUGINS: tuple[str, ...] = (
@@ -90,7 +88,19 @@ def _as_tuple(value: Any) -> tuple[Any, ...]:
     return tuple(value)
 
 
-ACTIVE, BLOCKED, UNAVAILABLE, BROKEN = "active", "blocked", "unavailable", "broken"
+class Status(str, enum.Enum):
+    """Where a plugin stands. Compares and prints as its value (``"active"``)."""
+
+    ACTIVE = "active"          # registered: its hooks run
+    BLOCKED = "blocked"        # -p no:NAME / MEGAPLUG_DISABLE: never imported on a resolve
+    UNAVAILABLE = "unavailable"  # a required package is missing: it adds no flags
+    BROKEN = "broken"          # failed to import, register, order or declare
+
+    def __str__(self) -> str:
+        return self.value
+
+
+ACTIVE, BLOCKED, UNAVAILABLE, BROKEN = Status
 
 
 class PluginRecord(MutableRecord):
@@ -107,7 +117,7 @@ class PluginRecord(MutableRecord):
     def __init__(
         self,
         name: str,
-        status: str,
+        status: Status,
         source: str,
         reason: str = "",
         module: Any = None,
@@ -154,7 +164,7 @@ class PluginRecord(MutableRecord):
             "distribution": self.distribution,
             "entry_point": self.entry_point,
             "source": self.source,
-            "status": self.status,
+            "status": self.status.value,
             "reason": self.reason,
             "hooks": list(self.hooks),
             "after": list(self.after),
@@ -233,16 +243,23 @@ def _dist_of(entry_point: Any) -> tuple[str | None, str | None]:
     return dist.metadata["Name"], dist.version
 
 
-class _Manager(pluggy.PluginManager):
-    """pluggy's manager, looking only at the four hook names when registering.
+#: pluggy options that order or wrap calls across plugins; megaplug's order is declared.
+_CALL_ORDER_OPTIONS = ("tryfirst", "trylast", "hookwrapper", "wrapper")
 
-    pluggy inspects every attribute of a plugin for hook markers; a plugin module full of
-    helpers and imports makes that the dominant start-up cost. megaplug's hooks have
-    fixed names, so any other attribute cannot be one.
+
+class _Manager(pluggy.PluginManager):
+    """pluggy's manager with a cheap first look at module attributes.
+
+    pluggy examines every attribute of a plugin with ``inspect.getattr_static``, which for
+    a plugin module full of imports is most of megaplug's start-up. A module's attribute
+    can only be a hook implementation if it carries megaplug's marker, so the others are
+    skipped at a dictionary lookup; every marked one still goes through pluggy's own
+    checks (and an unknown marked name still fails ``check_pending``).
     """
 
     def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
-        if name not in HOOK_NAMES:
+        if isinstance(plugin, types.ModuleType) and not hasattr(
+                vars(plugin).get(name), "megaplug_impl"):
             return None
         return super().parse_hookimpl_opts(plugin, name)
 
@@ -345,43 +362,54 @@ class PluginSet:
                   distribution: str | None = None, version: str | None = None,
                   fallback_name: str) -> None:
         info = getattr(plugin, "megaplug_plugin", None)
-        if info is not None and not isinstance(info, PluginInfo):
+        if not isinstance(info, PluginInfo):
             info = None
         name = info.name if info else fallback_name.rsplit(".", 1)[-1]
-        if info and info.version:
-            version = info.version
         record = PluginRecord(name, ACTIVE, source, info=info, module=plugin,
                               entry_point=entry_point, distribution=distribution,
-                              version=version)
+                              version=info.version if info and info.version else version,
+                              hooks=_implemented_hooks(plugin))
         if name in self.records and self.records[name].module is not plugin:
-            other = self.records[name]
-            raise PluginError(
-                f"two plugins are named {name!r}: {other.where()} and {record.where()}"
-            )
+            raise PluginError(f"two plugins are named {name!r}: "
+                              f"{self.records[name].where()} and {record.where()}")
         if name in self.selection.block:
             record.status, record.reason = BLOCKED, "blocked by -p no: / MEGAPLUG_DISABLE"
-            self._add(record)
-            return
-        missing = [
-            problem
-            for requirement in (info.requires if info else ())
-            if (problem := self.local.requirement_problem(requirement.import_name,
-                                                          requirement.min_version))
-        ]
-        if missing:
+        elif missing := self._missing_requirements(info):
             record.status, record.reason = UNAVAILABLE, "; ".join(missing)
-            record.hooks = _implemented_hooks(plugin)
-            self._add(record)
-            return
+        elif problem := self._registration_problem(plugin, name, record.hooks):
+            record.status, record.reason = BROKEN, problem
+        self._add(record)
+
+    def _missing_requirements(self, info: PluginInfo | None) -> list[str]:
+        requirements = info.requires if info else ()
+        found = (self.local.requirement_problem(r.import_name, r.min_version)
+                 for r in requirements)
+        return [problem for problem in found if problem]
+
+    def _registration_problem(self, plugin: Any, name: str,
+                              hooks: tuple[str, ...]) -> str | None:
+        """Register with pluggy, which validates each hook; ``None`` when all is well.
+
+        ``register`` refuses an argument the hook does not offer; ``check_pending``
+        refuses a hook name no spec declares (a misspelt ``validat``).
+        """
+        for hook in hooks:
+            options = getattr(plugin, hook).megaplug_impl
+            refused = [option for option in _CALL_ORDER_OPTIONS if options.get(option)]
+            if refused:
+                return (f"hook {hook} uses {refused[0]}=True; megaplug runs plugins in the "
+                        "order PluginInfo(after=..., before=...) declares, each on its own, "
+                        "so pluggy's call-order options are refused")
         try:
             self.manager.register(plugin, name=name)
+            self.manager.check_pending()
         except Exception as exc:
-            record.status = BROKEN
-            record.reason = f"registration failed: {type(exc).__name__}: {exc}"
-            self._add(record)
-            return
-        record.hooks = _implemented_hooks(plugin)
-        self._add(record)
+            if self.manager.is_registered(plugin):
+                self.manager.unregister(plugin)
+            detail = str(exc).replace("\n", "; ")
+            return (f"registration failed: {type(exc).__name__}: {detail}"
+                    f" (megaplug's hooks are {', '.join(hookspecs.HOOKS)})")
+        return None
 
     def _add(self, record: PluginRecord) -> None:
         self.records.setdefault(record.name, record)
@@ -444,11 +472,6 @@ class PluginSet:
     def inactive(self) -> list[PluginRecord]:
         return [r for n, r in sorted(self.records.items()) if r.status != ACTIVE]
 
-    def implementation(self, plugin: str, hook: str) -> Any:
-        """The plugin's function for ``hook``, or ``None``."""
-        record = self.records[plugin]
-        return _hook_function(record.module, hook)
-
 
 def _on_a_cycle(stuck: set[str], edges: dict[str, set[str]]) -> list[str]:
     """The stuck plugins that lie on a cycle (the rest merely follow one)."""
@@ -466,12 +489,7 @@ def _on_a_cycle(stuck: set[str], edges: dict[str, set[str]]) -> list[str]:
     return sorted(name for name in stuck if reaches(name, name))
 
 
-def _hook_function(plugin: Any, hook: str) -> Any:
-    function = getattr(plugin, hook, None)
-    if function is None or not hasattr(function, "megaplug_impl"):
-        return None
-    return function
-
-
 def _implemented_hooks(plugin: Any) -> tuple[str, ...]:
-    return tuple(h for h in HOOK_NAMES if _hook_function(plugin, h) is not None)
+    """The megaplug hooks a plugin object implements (whether or not it registers)."""
+    return tuple(hook for hook in hookspecs.HOOKS
+                 if hasattr(getattr(plugin, hook, None), "megaplug_impl"))

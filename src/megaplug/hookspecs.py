@@ -13,6 +13,12 @@ phase calling every active plugin in the declared (topological) plugin order:
 Problems from every phase are collected; the resolve fails once, at the end, with all of
 them. A plugin names the plugins it must follow with ``PluginInfo(after=...)`` (or
 precede, with ``before=...``); registration and installation order never matter.
+
+pluggy validates every implementation when its plugin registers: a misspelt hook name or
+an argument the hook does not offer makes the plugin *broken*, named in the error. The
+kernel calls each plugin's hook on its own, in the declared order, so that a plugin that
+raises is reported and the others still run; pluggy's ``tryfirst``, ``trylast`` and
+wrapper options would reorder or wrap calls across plugins, so they are refused too.
 """
 
 from __future__ import annotations
@@ -28,6 +34,11 @@ if TYPE_CHECKING:
 
 hookspec = pluggy.HookspecMarker("megaplug")
 hookimpl = pluggy.HookimplMarker("megaplug")
+
+#: The phases of a resolve after ``add_args``, in the order they run.
+PHASES = ("normalize", "derive", "validate")
+#: Every hook a plugin may implement.
+HOOKS = ("add_args", *PHASES)
 
 
 @hookspec
