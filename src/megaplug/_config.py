@@ -7,7 +7,7 @@ import dataclasses
 from types import MappingProxyType
 from typing import Any, Iterator, Mapping
 
-from ._errors import ProblemSink, Warning_
+from ._errors import Problem, ProblemSink
 from ._record import FrozenRecord
 from ._registry import FlagTable
 from ._target import TargetEnvironment
@@ -243,7 +243,7 @@ class Resolved:
     __slots__ = ("_values", "_provenance", "_table", "warnings", "plugins")
 
     def __init__(self, values: Mapping[str, Any], provenance: Mapping[str, Provenance],
-                 table: FlagTable, warnings: list[Warning_], plugins: list[str]) -> None:
+                 table: FlagTable, warnings: list[Problem], plugins: list[str]) -> None:
         object.__setattr__(self, "_values", MappingProxyType(dict(values)))
         object.__setattr__(self, "_provenance", MappingProxyType(dict(provenance)))
         object.__setattr__(self, "_table", table)

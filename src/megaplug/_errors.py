@@ -8,7 +8,7 @@ from ._record import FrozenRecord, MutableRecord
 
 
 class Problem(FrozenRecord):
-    """One thing wrong with a configuration.
+    """One thing wrong with a configuration (or, among ``Resolved.warnings``, suspicious).
 
     ``flags`` names the flags involved (option strings such as ``--num-experts`` or
     dests such as ``num_experts``; the kernel shows dests as their primary spelling).
@@ -42,24 +42,6 @@ class Problem(FrozenRecord):
             "flags": list(self.flags),
             "hint": self.hint,
         }
-
-
-class Warning_(FrozenRecord):
-    """A non-fatal note raised while resolving (a deprecated spelling, an override)."""
-
-    __slots__ = ("message", "flags", "plugin")
-    message: str
-    flags: tuple[str, ...]
-    plugin: str | None
-
-    def __init__(self, message: str, flags: Sequence[str] = (), plugin: str | None = None) -> None:
-        object.__setattr__(self, "message", message)
-        object.__setattr__(self, "flags", tuple(flags))
-        object.__setattr__(self, "plugin", plugin)
-
-    def __str__(self) -> str:
-        prefix = f"[{self.plugin}] " if self.plugin else ""
-        return prefix + self.message
 
 
 class ConfigError(Exception):
@@ -97,10 +79,10 @@ class ProblemSink(MutableRecord):
     __slots__ = ("problems", "warnings", "current_plugin", "doubtful")
 
     def __init__(self, problems: list[Problem] | None = None,
-                 warnings: list[Warning_] | None = None,
+                 warnings: list[Problem] | None = None,
                  current_plugin: str | None = None) -> None:
         self.problems: list[Problem] = [] if problems is None else problems
-        self.warnings: list[Warning_] = [] if warnings is None else warnings
+        self.warnings: list[Problem] = [] if warnings is None else warnings
         self.current_plugin = current_plugin
         self.doubtful: set[str] = set()
 
@@ -109,8 +91,9 @@ class ProblemSink(MutableRecord):
     ) -> None:
         self.problems.append(Problem(message, flags, hint, self.current_plugin))
 
-    def warn(self, message: str, *, flags: Sequence[str] = ()) -> None:
-        self.warnings.append(Warning_(message, flags, self.current_plugin))
+    def warn(self, message: str, *, flags: Sequence[str] = (), hint: str | None = None,
+             plugin: str | None = None) -> None:
+        self.warnings.append(Problem(message, flags, hint, plugin or self.current_plugin))
 
     def add(self, problem: Problem) -> None:
         if problem.plugin is None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import copy
 import time
+from argparse import SUPPRESS
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ._config import Draft, Provenance, ReadOnlyError, Resolved
 from ._errors import ConfigError, PluginError, Problem, ProblemSink
-from ._options import FlagSpec
+from ._options import FlagSpec, choice_name
 from ._plugins import ACTIVE, BLOCKED, BROKEN, UNAVAILABLE, PluginRecord, PluginSet
 from ._registry import FlagDeclarations, FlagTable
 from ._sources import ConfigFileError, load_config_file
@@ -20,17 +21,6 @@ from .hookspecs import HOOKS, PHASES
 
 class _HelpParser(argparse.ArgumentParser):
     """The parser ``--help`` prints; resolving never goes through argparse."""
-
-
-_ACTIONS: dict[str, Any] = {
-    "store": "store",
-    "store_true": "store_true",
-    "store_false": "store_false",
-    "store_const": "store_const",
-    "boolean_optional": argparse.BooleanOptionalAction,
-    "append": "append",
-    "count": "count",
-}
 
 
 class Kernel:
@@ -140,41 +130,22 @@ class Kernel:
     def parser(self) -> argparse.ArgumentParser:
         """An argparse parser of every flag, grouped by plugin, for ``--help``."""
         if self._parser is None:
-            self._parser = self._build_parser()
+            self._parser = _HelpParser(prog="megaplug", allow_abbrev=False,
+                                       argument_default=argparse.SUPPRESS,
+                                       description="Arguments resolved by megaplug, grouped "
+                                                   "by plugin.")
+            groups: dict[str, Any] = {}
+            for spec in self.table:
+                if spec.kind != "flag":
+                    continue
+                if spec.plugin not in groups:
+                    record = self.plugins.records.get(spec.plugin)
+                    description = record.info.description if record and record.info else ""
+                    groups[spec.plugin] = self._parser.add_argument_group(
+                        f"plugin {spec.plugin}", description or None)
+                strings, kwargs = spec.argparse_call()
+                groups[spec.plugin].add_argument(*strings, **{**kwargs, "default": SUPPRESS})
         return self._parser
-
-    def _build_parser(self) -> _HelpParser:
-        parser = _HelpParser(prog="megaplug", allow_abbrev=False,
-                         argument_default=argparse.SUPPRESS,
-                         description="Arguments resolved by megaplug, grouped by plugin.")
-        groups: dict[str, Any] = {}
-        for spec in self.table:
-            if spec.kind != "flag":
-                continue
-            group = groups.get(spec.plugin)
-            if group is None:
-                record = self.plugins.records.get(spec.plugin)
-                description = record.info.description if record and record.info else ""
-                group = groups[spec.plugin] = parser.add_argument_group(
-                    f"plugin {spec.plugin}", description or None)
-            group.add_argument(*_argparse_strings(spec), **self._argparse_kwargs(spec))
-        return parser
-
-    def _argparse_kwargs(self, spec: FlagSpec) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"dest": spec.dest, "default": argparse.SUPPRESS,
-                                  "action": _ACTIONS[spec.action]}
-        kwargs["help"] = argparse.SUPPRESS if spec.hidden else (spec.help or None)
-        if spec.action in ("store", "append"):
-            if spec.nargs is not None:
-                kwargs["nargs"] = spec.nargs
-            metavar = spec.metavar
-            if metavar is None and spec.choices is not None:
-                metavar = "{" + ",".join(_choice_name(c) for c in spec.choices) + "}"
-            if metavar is not None:
-                kwargs["metavar"] = metavar
-        elif spec.action == "store_const":
-            kwargs["const"] = spec.const
-        return kwargs
 
     # -- resolving -------------------------------------------------------------------
 
@@ -209,15 +180,10 @@ class Kernel:
         if target is None:
             target = TargetEnvironment(environ=environ)
         elif environ is not None and target.environ is None:
-            # a copy: the caller's target may be reused with another environment
-            target = copy.copy(target)
-            target.environ = environ
-        values: dict[str, Any] = {}
-        provenance: dict[str, Provenance] = {}
-        for dest, specs in self.table.by_dest.items():
-            spec = specs[0]
-            values[dest] = _fresh(spec.default)
-            provenance[dest] = Provenance("default", plugin=spec.plugin)
+            target = target.with_environ(environ)  # the caller may reuse it elsewhere
+        values = {dest: _fresh(specs[0].default) for dest, specs in self.table.by_dest.items()}
+        provenance = {dest: Provenance("default", plugin=specs[0].plugin)
+                      for dest, specs in self.table.by_dest.items()}
         unread = [path for path in config_files
                   if not self._apply_config_file(path, values, provenance, sink)]
         self._apply_environment(target, values, provenance, sink)
@@ -233,14 +199,36 @@ class Kernel:
         self.timings["parse"] = time.perf_counter() - started
         return draft, sink
 
+    def convert(self, setting: FlagSpec | str, raw: Any, *, source: str = "command-line",
+                detail: str = "") -> Any:
+        """``raw`` in the setting's type, or a :class:`Problem` saying why it is not.
+
+        The one conversion every source goes through: text from the command line or the
+        environment, values from a config file, a caller's defaults or a checkpoint's saved
+        arguments. ``source`` and ``detail`` are a provenance source and its detail (a
+        path, a variable), which the problem names. ``setting`` is a spec, a dest or an
+        option string; a name no plugin declares comes back unchanged.
+        """
+        spec = setting if isinstance(setting, FlagSpec) else self.table.lookup(setting)
+        if spec is None:
+            return raw
+        try:
+            value = spec.convert(raw)
+        except ValueError as exc:
+            return _conversion_problem(spec, raw, str(exc), source, detail)
+        if spec.check_choice(value):
+            return value
+        shown = [choice_name(v) for v in value] if isinstance(value, list) else choice_name(value)
+        return _conversion_problem(spec, raw, f"invalid choice {shown!r}", source, detail)
+
     def _apply_config_file(self, path: str, values: dict[str, Any],
                            provenance: dict[str, Provenance], sink: ProblemSink) -> bool:
         """Apply one config file; False when it cannot be read at all."""
         try:
             data = load_config_file(path)
         except ConfigFileError as exc:
-            sink.problems.append(Problem(str(exc), ("--config",),
-                                         hint="check the path and the file's syntax"))
+            sink.add(Problem(str(exc), ("--config",),
+                             hint="check the path and the file's syntax"))
             return False
         for key, raw in data.items():
             spec = self.table.lookup(str(key))
@@ -248,54 +236,17 @@ class Kernel:
                 self._unknown_setting(str(key), f"config file {path}", sink,
                                       computed=spec is not None)
                 continue
-            try:
-                value = self._config_value(spec, raw)
-            except ValueError as exc:
-                sink.problems.append(Problem(f"{spec.primary} in config file {path}: {exc}",
-                                             (spec.primary,), plugin=spec.plugin))
-                sink.doubtful.add(spec.dest)
-                continue
-            if not spec.check_choice(value):
-                sink.problems.append(_choice_problem(spec, value, f"config file {path}"))
-                sink.doubtful.add(spec.dest)
-                continue
-            values[spec.dest] = value
-            provenance[spec.dest] = Provenance("config-file", path, spec.plugin,
-                                               previous=provenance.get(spec.dest), value=value)
+            _give(values, provenance, spec, self.convert(spec, raw, source="config-file",
+                                                         detail=path), sink, path)
         return True
-
-    def _config_value(self, spec: FlagSpec, raw: Any) -> Any:
-        if (spec.action in ("store_true", "store_false", "boolean_optional")
-                and not isinstance(raw, bool)):
-            raise ValueError(f"expected true or false, got {raw!r}")
-        if (spec.action in ("store_true", "store_false")
-                and str(spec.dest) != str(spec.option_strings[0]).lstrip("-").replace("-", "_")):
-            # keyed by dest, a boolean is the value itself (``masked_softmax_fusion: false``)
-            return raw
-        if spec.nargs in ("+", "*") or isinstance(spec.nargs, int):
-            if not isinstance(raw, (list, tuple)):
-                raw = [raw] if not isinstance(raw, str) else raw.split()
-            return spec.convert(list(raw))
-        return spec.convert(raw)
 
     def _apply_environment(self, target: TargetEnvironment, values: dict[str, Any],
                            provenance: dict[str, Provenance], sink: ProblemSink) -> None:
         for variable, spec in self.table.by_env.items():
             raw = target.getenv(variable)
-            if raw is None:
-                continue
-            try:
-                value = spec.convert(raw)
-            except ValueError as exc:
-                sink.problems.append(Problem(
-                    f"environment variable {variable}={raw!r} is not valid: {exc}",
-                    (variable,), hint=f"set {variable} to a valid {spec.type_name or 'value'}",
-                    plugin=spec.plugin))
-                sink.doubtful.add(spec.dest)
-                continue
-            values[spec.dest] = value
-            provenance[spec.dest] = Provenance("environment", variable, spec.plugin,
-                                               previous=provenance.get(spec.dest), value=value)
+            if raw is not None:
+                value = self.convert(spec, raw, source="environment", detail=variable)
+                _give(values, provenance, spec, value, sink, variable, source="environment")
 
     def _apply_command_line(self, argv: Sequence[str], values: dict[str, Any],
                             provenance: dict[str, Provenance], sink: ProblemSink,
@@ -310,53 +261,34 @@ class Kernel:
             spec = self.table.by_option.get(spelling)
             if spec is not None:
                 sink.doubtful.add(spec.dest)
-            sink.problems.append(Problem(
+            sink.add(Problem(
                 f"command line: {message}", (spelling,) if spec is not None else (),
                 hint="megaplug flags WORD lists the accepted flags and what they take"))
         for occurrence in tokens.occurrences:
-            spec = occurrence.spec
-            try:
-                value = self._occurrence_value(occurrence, values)
-            except ValueError as exc:
-                sink.problems.append(Problem(
-                    f"{spec.primary}: {exc}", (spec.primary,), plugin=spec.plugin,
-                    hint=_choices_hint(spec)
-                    or f"give {spec.primary} {_a(spec.type_name or 'text')} value"))
-                sink.doubtful.add(spec.dest)
-                continue
-            if not spec.check_choice(value):
-                sink.problems.append(_choice_problem(spec, value, "command line"))
-                sink.doubtful.add(spec.dest)
-                continue
-            values[spec.dest] = value
-            provenance[spec.dest] = Provenance("command-line", occurrence.spelling, spec.plugin,
-                                               previous=provenance.get(spec.dest), value=value)
-            if spec.deprecated:
-                sink.warnings.append(_warning(f"{occurrence.spelling} is deprecated: "
-                                              f"{spec.deprecated}", occurrence.spelling,
-                                              spec.plugin))
+            spec, spelling = occurrence.spec, occurrence.spelling
+            value = self._occurrence_value(occurrence, values)
+            _give(values, provenance, spec, value, sink, spelling, source="command-line")
+            if spec.deprecated and not isinstance(value, Problem):
+                sink.warn(f"{spelling} is deprecated: {spec.deprecated}", flags=(spelling,),
+                          plugin=spec.plugin)
         if not ignore_unknown:
             self._report_unknown(tokens.unknown, sink)
 
-    @staticmethod
-    def _occurrence_value(occurrence: Occurrence, values: dict[str, Any]) -> Any:
+    def _occurrence_value(self, occurrence: Occurrence, values: dict[str, Any]) -> Any:
         """The value one use of a flag stands for, with argparse's action semantics."""
         spec, raw = occurrence.spec, occurrence.raw
-        action = spec.action
-        if action in ("store_true", "store_false", "store_const"):
+        if spec.action in ("store_true", "store_false", "store_const") or (
+                raw is None and spec.takes_value):  # nargs "?" without a value
             return spec.const
-        if action == "boolean_optional":
+        if spec.action == "boolean_optional":
             return not occurrence.spelling.startswith("--no-")
-        if action == "count":
-            current = values.get(spec.dest)
+        current = values.get(spec.dest)
+        if spec.action == "count":
             return (current if isinstance(current, int) else 0) + 1
-        if raw is None:  # nargs "?" without a value
-            return spec.const
-        converted = _convert(spec, raw)
-        if action == "append":
-            current = values.get(spec.dest)
-            return [*(current if isinstance(current, list) else []), converted]
-        return converted
+        value = self.convert(spec, raw)
+        if spec.action != "append" or isinstance(value, Problem):
+            return value
+        return [*(current if isinstance(current, list) else []), value]
 
     def _report_unknown(self, unknown: Sequence[str], sink: ProblemSink) -> None:
         skip_values = False
@@ -414,17 +346,15 @@ class Kernel:
                               provenance: dict[str, Provenance], sink: ProblemSink) -> None:
         """Apply a caller's defaults (Megatron's ``args_defaults``) to parsed ``values``:
         they fill settings that are still None; a different given value wins, with a warning."""
-        for key, default in defaults.items():
+        for key, raw in defaults.items():
+            value = self.convert(key, raw, source="caller-default")
             current = values.get(key)
-            if current is not None:
-                if current != default:
-                    sink.warnings.append(_warning(
-                        f"keeping {key}={current!r} over the caller's default {default!r}",
-                        key, self.table.owner(key)))
-                continue
-            values[key] = default
-            provenance[key] = Provenance("caller-default", "", self.table.owner(key),
-                                         previous=provenance.get(key), value=default)
+            if current is None:
+                _give(values, provenance, key, value, sink, "", source="caller-default",
+                      plugin=self.table.owner(key))
+            elif not isinstance(value, Problem) and current != value:
+                sink.warn(f"keeping {key}={current!r} over the caller's default {value!r}",
+                          flags=(key,), plugin=self.table.owner(key))
 
     def finish(self, draft: Draft, sink: ProblemSink) -> Resolved:
         """Run normalize, derive and validate over a parsed draft; raise if any problem."""
@@ -485,32 +415,23 @@ class Kernel:
                     draft._values[key] = copy.deepcopy(snapshot[key])
 
 
-def _convert(spec: FlagSpec, raw: str | list[str]) -> Any:
-    """Apply the flag's type to a raw value (or each of a list), as argparse would."""
-    if spec.type is None:
-        return raw
-    if isinstance(raw, list):
-        return [_convert_text(spec, item) for item in raw]
-    return _convert_text(spec, raw)
-
-
-def _convert_text(spec: FlagSpec, text: str) -> Any:
-    try:
-        return spec.type(text)  # type: ignore[misc]
-    except (ValueError, TypeError, argparse.ArgumentTypeError, OverflowError) as exc:
-        detail = f" ({exc})" if str(exc) else ""
-        raise ValueError(f"invalid {spec.type_name} value {text!r}{detail}") from None
-
-
 def _invoke(impl: Any, argument: Any) -> Any:
     return impl.function(argument) if impl.argnames else impl.function()
 
 
-def _argparse_strings(spec: FlagSpec) -> tuple[str, ...]:
-    if spec.action == "boolean_optional":
-        return (tuple(o for o in spec.option_strings if not o.startswith("--no-"))
-                or spec.option_strings)
-    return spec.option_strings
+def _give(values: dict[str, Any], provenance: dict[str, Provenance], setting: FlagSpec | str,
+          value: Any, sink: ProblemSink, detail: str, *, source: str = "config-file",
+          plugin: str | None = None) -> None:
+    """Set a value some source gave, with its provenance; a :class:`Problem` is reported."""
+    dest = setting if isinstance(setting, str) else setting.dest
+    if isinstance(value, Problem):
+        sink.add(value)
+        sink.doubtful.add(dest)  # its knock-ons are not reported
+        return
+    owner = plugin if isinstance(setting, str) else setting.plugin
+    values[dest] = value
+    provenance[dest] = Provenance(source, detail, owner, previous=provenance.get(dest),
+                                  value=value)
 
 
 def _fresh(value: Any) -> Any:
@@ -523,9 +444,14 @@ def _mutable_snapshot(values: dict[str, Any]) -> dict[str, Any]:
     return {k: copy.deepcopy(v) for k, v in values.items() if isinstance(v, (list, dict, set))}
 
 
-def _choice_name(choice: Any) -> str:
-    name = getattr(choice, "name", None)
-    return str(name if name is not None and not isinstance(choice, (int, str)) else choice)
+#: How a conversion problem names where the value came from.
+_SUBJECTS = {
+    "command-line": "{primary}",
+    "config-file": "{primary} in config file {detail}",
+    "environment": "environment variable {detail}={raw!r} is not valid",
+    "caller-default": "{dest} in the caller's defaults",
+    "checkpoint": "{dest} in the checkpoint arguments of {detail}",
+}
 
 
 def _a(word: str) -> str:
@@ -533,22 +459,18 @@ def _a(word: str) -> str:
     return ("an " if word[:1].lower() in "aeiou" else "a ") + word
 
 
-def _choices_hint(spec: FlagSpec) -> str | None:
-    if spec.choices is None:
-        return None
-    return "choose from " + ", ".join(_choice_name(c) for c in spec.choices)
-
-
-def _choice_problem(spec: FlagSpec, value: Any, where: str) -> Problem:
-    shown = [_choice_name(v) for v in value] if isinstance(value, list) else _choice_name(value)
-    return Problem(f"{spec.primary}: invalid choice {shown!r} ({where})", (spec.primary,),
-                   _choices_hint(spec), spec.plugin)
-
-
-def _warning(message: str, flag: str, plugin: str | None) -> Any:
-    from ._errors import Warning_
-
-    return Warning_(message, (flag,), plugin)
+def _conversion_problem(spec: FlagSpec, raw: Any, reason: str, source: str,
+                        detail: str) -> Problem:
+    name = detail if source == "environment" else spec.primary
+    subject = _SUBJECTS.get(source, "{primary} from {source} {detail}").format(
+        primary=spec.primary, dest=spec.dest, detail=detail, source=source, raw=raw)
+    if spec.choices is not None:
+        hint = "choose from " + ", ".join(choice_name(c) for c in spec.choices)
+    elif spec.action in ("store_true", "store_false", "boolean_optional"):
+        hint = f"give {name} true or false"
+    else:
+        hint = f"give {name} {_a(spec.type_name or 'text')} value"
+    return Problem(f"{subject}: {reason}", (name,), hint, spec.plugin)
 
 
 def _dedupe(problems: Iterable[Problem]) -> list[Problem]:

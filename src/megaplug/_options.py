@@ -15,6 +15,7 @@ import json
 import math
 import types
 import typing
+from argparse import ArgumentTypeError
 from typing import Annotated, Any, Callable, Sequence, get_args, get_origin
 
 from ._record import MutableRecord, Record
@@ -31,6 +32,8 @@ ACTIONS = (
     "append",
     "count",
 )
+
+_BOOLEAN_ACTIONS = ("store_true", "store_false", "boolean_optional")
 
 _ARGPARSE_ACTION_NAMES = {
     "store": "_StoreAction",
@@ -203,51 +206,90 @@ class FlagSpec(MutableRecord):
         return self.action in ("store", "append")
 
     def convert(self, raw: Any) -> Any:
-        """Convert a value from a config file or caller to this flag's type.
+        """``raw`` in this setting's type, or ``ValueError`` saying what is wrong with it.
 
-        Strings go through the flag's ``type`` (as on the command line); lists are
-        converted element by element; other values are taken as they are. Raises
-        ``ValueError`` with a readable message when conversion fails.
+        The one conversion of every source. ``raw`` is text (the command line, the
+        environment), a list of texts (a flag taking several values), or a value already
+        loaded (a YAML or JSON config file, a caller's defaults, a checkpoint). Text goes
+        through the flag's ``type`` as argparse would; a loaded number must fit the type
+        (``2.0`` is the int 2, ``2.5`` is not); an enum member or a dtype is taken as it
+        is; any other loaded value goes through ``type`` as its JSON text (``[1, 0, 1]``
+        for a layer pattern). Choices are checked separately, by :meth:`check_choice`.
         """
-        if raw is None or (self.type is None and not self.takes_value):
+        if raw is None or self.kind == "computed":
             return raw
-        if isinstance(raw, (list, tuple)) and self.nargs not in (None, "?"):
+        if self.action in _BOOLEAN_ACTIONS:
+            if isinstance(raw, bool):
+                return raw
+            raise ValueError(f"expected true or false, got {raw!r}")
+        if not self.takes_value:
+            return raw  # store_const / count: the value as loaded
+        if self.nargs in ("+", "*") or isinstance(self.nargs, int):
+            if not isinstance(raw, (list, tuple)):
+                raw = raw.split() if isinstance(raw, str) else [raw]
             return [self._convert_one(item) for item in raw]
         return self._convert_one(raw)
 
     def _convert_one(self, raw: Any) -> Any:
         if not isinstance(raw, str):
-            if self.type in (int, float, str, None):  # no type: argparse keeps the text
+            if self.type in (int, float, str, None):
                 return self._plain_scalar(raw)
             if isinstance(raw, enum.Enum) or type(raw).__module__ in ("megaplug._values", "torch"):
                 return raw  # already the parsed value (a caller default, a checkpoint)
-            # a structured value (``[1, 0, 1]`` for a pattern) goes through the parser as text
-            raw = json.dumps(raw)
-        if self.type is None:
-            return raw
         try:
-            return self.type(raw)  # type: ignore[misc]
-        except (TypeError, ValueError) as exc:
-            detail = f": {exc}" if str(exc) else ""
+            text = raw if isinstance(raw, str) else json.dumps(raw)
+            return text if self.type is None else self.type(text)
+        except (TypeError, ValueError, ArgumentTypeError, OverflowError) as exc:
+            detail = f" ({exc})" if str(exc) else ""
             raise ValueError(f"invalid {self.type_name} value {raw!r}{detail}") from None
 
     def _plain_scalar(self, raw: Any) -> Any:
-        """A YAML/JSON scalar for an ``int``, ``float`` or ``str`` flag, or ``ValueError``."""
+        """A loaded scalar for an ``int``, ``float`` or ``str`` flag, or ``ValueError``."""
         # A plugin reads an int flag as an int: a 1.5, a list or a mapping must stop here.
         if isinstance(raw, (int, float)) and not isinstance(raw, bool):
             if self.type in (str, None):
-                return str(raw)
+                return str(raw)  # as the same number typed on the command line
             if self.type is float:
                 return float(raw)
             if isinstance(raw, int) or (math.isfinite(raw) and raw.is_integer()):
                 return int(raw)
         raise ValueError(f"expected {self.type_name or 'text'}, got {raw!r}")
 
+    def argparse_call(self) -> tuple[tuple[str, ...], dict[str, Any]]:
+        """This flag as ``parser.add_argument(*strings, **kwargs)`` arguments.
+
+        The one translation from a spec to argparse, for ``--help`` and for callers that
+        want a plain argparse parser of megaplug's flags.
+        """
+        import argparse
+
+        strings, kwargs = self.option_strings, {
+            "dest": self.dest, "default": self.default, "action": self.action,
+            "help": argparse.SUPPRESS if self.hidden else (self.help or None)}
+        if self.action == "boolean_optional":
+            kwargs["action"] = argparse.BooleanOptionalAction
+            strings = tuple(o for o in strings if not o.startswith("--no-")) or strings
+        if self.takes_value:
+            if self.metavar is None and self.choices is not None:
+                kwargs["metavar"] = "{" + ",".join(map(choice_name, self.choices)) + "}"
+            for key in ("type", "nargs", "choices", "metavar"):
+                if getattr(self, key) is not None:
+                    kwargs[key] = getattr(self, key)
+        if self.action == "store_const" or (self.nargs == "?" and self.const is not None):
+            kwargs["const"] = self.const
+        return strings, kwargs
+
     def check_choice(self, value: Any) -> bool:
         if self.choices is None or value is None:
             return True
         values = value if isinstance(value, list) else [value]
         return all(item in self.choices for item in values)
+
+
+def choice_name(choice: Any) -> str:
+    """How a choice is shown and typed: an enum member by its name, anything else as text."""
+    name = getattr(choice, "name", None)
+    return str(name if name is not None and not isinstance(choice, (int, str)) else choice)
 
 
 def enum_by_name(enum_class: type[enum.Enum]) -> Callable[[str], enum.Enum]:

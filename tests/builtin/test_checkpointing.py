@@ -249,4 +249,4 @@ def test_risky_parallel_save_and_load_settings_warn():
 def test_invalid_choices_are_rejected_at_parse_time():
     found = problems([*BASE, "--ckpt-format", "NONE"])
     assert found[0].plugin == "checkpointing"
-    assert found[0].message == "--ckpt-format: invalid choice 'NONE' (command line)"
+    assert found[0].message == "--ckpt-format: invalid choice 'NONE'"
