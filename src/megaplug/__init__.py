@@ -1,7 +1,7 @@
 """megaplug: a plugin-based argument framework for large-model training.
 
-A plugin author needs ``hookimpl``, ``PluginInfo`` / ``Requirement``, the ``Flag`` /
-``FromEnv`` / ``Computed`` markers and ``Problem``. An entry point needs ``resolve``
+A plugin author needs ``hookimpl``, ``PluginInfo`` / ``Requirement`` / ``Rules``, the
+``Flag`` / ``FromEnv`` / ``Computed`` markers and ``Problem``. An entry point needs ``resolve``
 (or ``megaplug.megatron`` for a Megatron-compatible namespace) and ``ConfigError``.
 
 Names are imported on first use, so ``import megaplug`` itself costs almost nothing;
@@ -30,6 +30,7 @@ _EXPORTS = {
     "Provenance": "._config",
     "Requirement": "._plugins",
     "Resolved": "._config",
+    "Rules": "._plugins",
     "TargetEnvironment": "._target",
     "TorchDType": "._values",
     "enum_by_name": "._options",
@@ -44,7 +45,7 @@ _EXPORTS = {
 # type checkers see the re-exports; tests/kernel/test_exports.py keeps the two in step.
 __all__ = [
     "Computed", "ConfigError", "Draft", "Flag", "FlagDeclarations", "FromEnv", "PatternError",
-    "PluginError", "PluginInfo", "Problem", "Provenance", "Requirement", "Resolved",
+    "PluginError", "PluginInfo", "Problem", "Provenance", "Requirement", "Resolved", "Rules",
     "TargetEnvironment", "TorchDType", "__version__", "enum_by_name", "hookimpl", "load",
     "options", "parse_pattern", "resolve",
 ]
@@ -69,7 +70,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from ._errors import ConfigError, PluginError, Problem
     from ._options import Computed, Flag, FromEnv, enum_by_name, options
     from ._patterns import PatternError, parse_pattern
-    from ._plugins import PluginInfo, Requirement
+    from ._plugins import PluginInfo, Requirement, Rules
     from ._registry import FlagDeclarations
     from ._target import TargetEnvironment
     from ._values import TorchDType

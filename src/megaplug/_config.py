@@ -34,13 +34,14 @@ class Provenance(FrozenRecord):
     """Where a value came from, and what it replaced.
 
     ``source`` is one of :data:`SOURCES`; ``detail`` is the file, spelling or variable;
-    ``plugin`` is the plugin that set it (for normalized / derived values) or owns it;
-    ``inputs`` are the settings it was computed from. For the given sources (command line,
-    files, environment, caller, checkpoint) ``value`` is the value as given, before any
-    plugin changed it; it takes no part in comparisons.
+    ``plugin`` is the plugin that set it (for normalized / derived values) or owns it, and
+    ``rule`` the declared rule of that plugin that set it; ``inputs`` are the settings it
+    was computed from. For the given sources (command line, files, environment, caller,
+    checkpoint) ``value`` is the value as given, before any plugin changed it; it takes no
+    part in comparisons.
     """
 
-    __slots__ = ("source", "detail", "plugin", "inputs", "reason", "previous", "value")
+    __slots__ = ("source", "detail", "plugin", "inputs", "reason", "previous", "value", "rule")
     _hidden = ("value",)
     source: str
     detail: str
@@ -49,10 +50,12 @@ class Provenance(FrozenRecord):
     reason: str
     previous: Provenance | None
     value: Any
+    rule: str | None
 
     def __init__(self, source: str, detail: str = "", plugin: str | None = None,
                  inputs: tuple[str, ...] = (), reason: str = "",
-                 previous: Provenance | None = None, value: Any = None) -> None:
+                 previous: Provenance | None = None, value: Any = None,
+                 rule: str | None = None) -> None:
         set_field = object.__setattr__
         set_field(self, "source", source)
         set_field(self, "detail", detail)
@@ -61,10 +64,11 @@ class Provenance(FrozenRecord):
         set_field(self, "reason", reason)
         set_field(self, "previous", previous)
         set_field(self, "value", value)
+        set_field(self, "rule", rule)
 
     def describe(self) -> str:
         if self.source in ("normalized", "derived"):
-            text = f"{self.source} by {self.plugin}"
+            text = f"{self.source} by {self.plugin}" + (f".{self.rule}" if self.rule else "")
             if self.inputs:
                 text += " from " + ", ".join(self.inputs)
             if self.reason:
@@ -98,6 +102,7 @@ class Provenance(FrozenRecord):
             "source": self.source,
             "detail": self.detail,
             "plugin": self.plugin,
+            "rule": self.rule,
             "inputs": list(self.inputs),
             "reason": self.reason,
             "description": self.describe(),
@@ -199,7 +204,7 @@ class Draft:
         self._values[name] = value
         self._provenance[name] = Provenance(
             source, "", self._sink.current_plugin, tuple(inputs), reason,
-            self._provenance.get(name),
+            self._provenance.get(name), rule=self._sink.current_rule,
         )
 
     def discard(self, name: str, *, reason: str = "") -> None:

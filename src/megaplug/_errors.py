@@ -12,21 +12,24 @@ class Problem(FrozenRecord):
 
     ``flags`` names the flags involved (option strings such as ``--num-experts`` or
     dests such as ``num_experts``; the kernel shows dests as their primary spelling).
-    ``plugin`` is filled in by the kernel with the plugin that reported it.
+    ``plugin`` and ``rule`` are filled in by the kernel with the plugin, and the declared
+    rule of it, that reported the problem.
     """
 
-    __slots__ = ("message", "flags", "hint", "plugin")
+    __slots__ = ("message", "flags", "hint", "plugin", "rule")
     message: str
     flags: tuple[str, ...]
     hint: str | None
     plugin: str | None
+    rule: str | None
 
     def __init__(self, message: str, flags: Sequence[str] = (), hint: str | None = None,
-                 plugin: str | None = None) -> None:
+                 plugin: str | None = None, rule: str | None = None) -> None:
         object.__setattr__(self, "message", message)
         object.__setattr__(self, "flags", tuple(flags))
         object.__setattr__(self, "hint", hint)
         object.__setattr__(self, "plugin", plugin)
+        object.__setattr__(self, "rule", rule)
 
     def __str__(self) -> str:
         prefix = f"[{self.plugin}] " if self.plugin else ""
@@ -38,6 +41,7 @@ class Problem(FrozenRecord):
     def to_dict(self) -> dict[str, object]:
         return {
             "plugin": self.plugin,
+            "rule": self.rule,
             "message": self.message,
             "flags": list(self.flags),
             "hint": self.hint,
@@ -68,7 +72,8 @@ class PluginError(Exception):
 
 
 class ProblemSink(MutableRecord):
-    """Collects problems and warnings, stamping each with the plugin currently speaking.
+    """Collects problems and warnings, stamping each with the plugin (and the rule of it)
+    currently speaking.
 
     ``doubtful`` holds the settings a parse problem left in doubt (a value that could not
     be read, a misspelt flag's intended setting, everything an unreadable config file might
@@ -76,7 +81,7 @@ class ProblemSink(MutableRecord):
     mistake, and the kernel does not report it.
     """
 
-    __slots__ = ("problems", "warnings", "current_plugin", "doubtful")
+    __slots__ = ("problems", "warnings", "current_plugin", "current_rule", "doubtful")
 
     def __init__(self, problems: list[Problem] | None = None,
                  warnings: list[Problem] | None = None,
@@ -84,18 +89,23 @@ class ProblemSink(MutableRecord):
         self.problems: list[Problem] = [] if problems is None else problems
         self.warnings: list[Problem] = [] if warnings is None else warnings
         self.current_plugin = current_plugin
+        self.current_rule: str | None = None
         self.doubtful: set[str] = set()
 
     def error(
         self, message: str, *, flags: Sequence[str] = (), hint: str | None = None
     ) -> None:
-        self.problems.append(Problem(message, flags, hint, self.current_plugin))
+        self.add(Problem(message, flags, hint))
 
     def warn(self, message: str, *, flags: Sequence[str] = (), hint: str | None = None,
              plugin: str | None = None) -> None:
-        self.warnings.append(Problem(message, flags, hint, plugin or self.current_plugin))
+        self.warnings.append(self._stamped(Problem(message, flags, hint, plugin)))
 
     def add(self, problem: Problem) -> None:
-        if problem.plugin is None:
-            problem = Problem(problem.message, problem.flags, problem.hint, self.current_plugin)
-        self.problems.append(problem)
+        self.problems.append(self._stamped(problem))
+
+    def _stamped(self, problem: Problem) -> Problem:
+        if problem.plugin is not None:
+            return problem
+        return Problem(problem.message, problem.flags, problem.hint, self.current_plugin,
+                       self.current_rule)

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from ._config import Draft, Provenance, ReadOnlyError, Resolved
 from ._errors import ConfigError, PluginError, Problem, ProblemSink
 from ._options import FlagSpec, choice_name
-from ._plugins import ACTIVE, BLOCKED, BROKEN, UNAVAILABLE, PluginRecord, PluginSet
+from ._plugins import ACTIVE, BLOCKED, BROKEN, UNAVAILABLE, PluginRecord, PluginSet, RuleStep
 from ._registry import FlagDeclarations, FlagTable
 from ._sources import ConfigFileError, load_config_file
 from ._target import TargetEnvironment
@@ -39,7 +39,6 @@ class Kernel:
         #: The flag specs an inactive plugin would declare, by plugin (``megaplug flags``).
         self.inactive_specs: dict[str, list[FlagSpec]] = {}
         self._parser: _HelpParser | None = None
-        self._snapshot: dict[str, Any] = {}
         #: Seconds spent per stage: "add_args" once, then per resolve "parse",
         #: "normalize", "derive", "validate" (overwritten by each resolve).
         self.timings: dict[str, float] = {}
@@ -51,7 +50,7 @@ class Kernel:
                     hint=f"fix or uninstall it, or block it with -p no:{record.name}",
                     plugin=record.name,
                 ))
-        self._impls = self._collect_implementations()
+        self._steps = self._collect_steps()
         # Built-ins declare first, so a plugin claiming a built-in's flag is the one broken.
         for record in sorted(plugins.active(), key=lambda r: r.source != "builtin"):
             self._declare(record, self.table)
@@ -66,19 +65,22 @@ class Kernel:
 
     # -- set-up ----------------------------------------------------------------------
 
-    def _collect_implementations(self) -> dict[str, dict[str, Any]]:
-        impls: dict[str, dict[str, Any]] = {}
-        for hook in HOOKS:
-            caller = getattr(self.plugins.manager.hook, hook)
-            impls[hook] = {impl.plugin_name: impl for impl in caller.get_hookimpls()}
-        return impls
+    def _collect_steps(self) -> dict[str, dict[str, list[RuleStep]]]:
+        """Each active plugin's work per hook: its hook implementation, then its rules."""
+        hooks = {hook: {impl.plugin_name: impl for impl in
+                        getattr(self.plugins.manager.hook, hook).get_hookimpls()}
+                 for hook in HOOKS}
+        steps: dict[str, dict[str, list[RuleStep]]] = {}
+        for record in self.plugins.active():
+            rules = record.info.rules.steps if record.info else {}
+            steps[record.name] = {hook: [*_hook_step(hooks[hook].get(record.name)),
+                                         *rules.get(hook, ())] for hook in HOOKS}
+        return steps
 
     def _declare(self, record: PluginRecord, table: FlagTable) -> None:
-        impl = self._impls["add_args"].get(record.name)
-        if impl is None:
-            return
         try:
-            _invoke(impl, FlagDeclarations(table, record.name))
+            for step in self._steps[record.name]["add_args"]:
+                step.function(FlagDeclarations(table, record.name))
         except PluginError as exc:
             record.status, record.reason = BROKEN, str(exc)
             self.setup_problems.append(Problem(str(exc), plugin=record.name,
@@ -364,16 +366,13 @@ class Kernel:
             started = time.perf_counter()
             object.__setattr__(draft, "phase", phase)
             object.__setattr__(draft, "_read_only", phase == "validate")
-            if phase == "validate":
-                # one copy of the mutable values; each plugin's validate is compared to it
-                self._snapshot = _mutable_snapshot(draft._values)
+            # validate may only report: each step's mutable values are compared to a copy
+            snapshot = _mutable_snapshot(draft._values) if phase == "validate" else None
             for record in order:
-                impl = self._impls[phase].get(record.name)
-                if impl is None:
-                    continue
-                self._run_hook(impl, record, phase, draft, sink)
+                for step in self._steps[record.name][phase]:
+                    self._run(step, record, phase, draft, sink, snapshot)
             self.timings[phase] = time.perf_counter() - started
-        sink.current_plugin = None
+        sink.current_plugin = sink.current_rule = None
         if sink.doubtful:
             sink.problems[parse_problems:] = [p for p in sink.problems[parse_problems:]
                                               if not self._knock_on(p, sink.doubtful)]
@@ -390,21 +389,21 @@ class Kernel:
                 return True
         return False
 
-    def _run_hook(self, impl: Any, record: PluginRecord, phase: str, draft: Draft,
-                  sink: ProblemSink) -> None:
-        sink.current_plugin = record.name
-        snapshot = self._snapshot if phase == "validate" else None
+    def _run(self, step: RuleStep, record: PluginRecord, phase: str, draft: Draft,
+             sink: ProblemSink, snapshot: dict[str, Any] | None) -> None:
+        """Run one hook or rule, blaming the plugin and rule for whatever goes wrong."""
+        sink.current_plugin, sink.current_rule = record.name, step.name
         try:
-            returned = _invoke(impl, draft)
-            if returned is not None:
-                for problem in returned:
+            if step.when is None or step.when(draft):
+                for problem in step.function(draft) or ():
                     sink.add(problem)
         except ReadOnlyError as exc:
             sink.error(str(exc), hint="move the change to a derive or normalize hook")
         except Exception as exc:
+            rule = f" rule {step.name}" if step.name else ""
             sink.error(
                 f"plugin {record.name!r} ({record.where()}) raised {type(exc).__name__} in "
-                f"{phase}: {exc}",
+                f"{phase}{rule}: {exc}",
                 hint=f"this is a bug in the plugin; block it with -p no:{record.name}")
         if snapshot is not None:
             changed = sorted(k for k, v in snapshot.items() if draft._values.get(k) != v)
@@ -415,8 +414,12 @@ class Kernel:
                     draft._values[key] = copy.deepcopy(snapshot[key])
 
 
-def _invoke(impl: Any, argument: Any) -> Any:
-    return impl.function(argument) if impl.argnames else impl.function()
+def _hook_step(impl: Any) -> list[RuleStep]:
+    """A plugin's hook implementation as the first step of its hook (``[]`` without one)."""
+    if impl is None:
+        return []
+    function = impl.function
+    return [RuleStep(function if impl.argnames else lambda _: function())]
 
 
 def _give(values: dict[str, Any], provenance: dict[str, Provenance], setting: FlagSpec | str,

@@ -8,7 +8,7 @@ import importlib
 import os
 import time
 import types
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import pluggy
 
@@ -46,22 +46,96 @@ class Requirement(FrozenRecord):
         return self.import_name + (f">={self.min_version}" if self.min_version else "")
 
 
+#: A rule: a small function of the draft. A check may also return or yield Problems.
+Rule = Callable[[Any], Any]
+
+
+class RuleStep(FrozenRecord):
+    """One declared rule: its function, its name, and the condition it runs under."""
+
+    __slots__ = ("function", "name", "when")
+    function: Rule
+    name: str | None
+    when: Callable[[Any], bool] | None
+
+    def __init__(self, function: Rule, name: str | None = None,
+                 when: Callable[[Any], bool] | None = None) -> None:
+        if not callable(function) or (when is not None and not callable(when)):
+            raise TypeError(f"a rule and its condition must be callable, got {function!r}")
+        object.__setattr__(self, "function", function)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "when", when)
+
+
+class Rules:
+    """A plugin's normalizations, derivations and checks, declared as data.
+
+    Each rule is a small function of the draft; the kernel runs a phase's rules in the
+    order they are declared (after the plugin's own hook for that phase, if it has one),
+    names the rule in the provenance of every value it sets and in every problem it
+    reports, and reports a rule that raises without stopping the others. Declare rules
+    with decorators (``@rules.derive``), as a table (``Rules(validate=(check_a,
+    check_b))``), or in a group that runs only when a condition holds
+    (``rules.validate(check_a, check_b, when=uses_feature)``); give the plugin's rules
+    to the kernel as ``PluginInfo(rules=rules)``.
+    """
+
+    __slots__ = ("steps",)
+
+    def __init__(self, *, normalize: Iterable[Rule] = (), derive: Iterable[Rule] = (),
+                 validate: Iterable[Rule] = ()) -> None:
+        #: The declared rules of each phase, in order.
+        self.steps: dict[str, list[RuleStep]] = {phase: [] for phase in hookspecs.PHASES}
+        self.normalize(*normalize)
+        self.derive(*derive)
+        self.validate(*validate)
+
+    def _declare(self, phase: str, rules: tuple[Rule, ...],
+                 when: Callable[[Any], bool] | None) -> Any:
+        def declare(*functions: Rule) -> Rule | None:
+            self.steps[phase].extend(RuleStep(f, getattr(f, "__name__", None), when)
+                                     for f in functions)
+            return functions[0] if functions else None
+
+        return declare(*rules) if rules else declare
+
+    def __repr__(self) -> str:
+        shown = (f"{phase}=({', '.join(str(step.name) for step in steps)})"
+                 for phase, steps in self.steps.items() if steps)
+        return f"Rules({', '.join(shown)})"
+
+    def normalize(self, *rules: Rule, when: Callable[[Any], bool] | None = None) -> Any:
+        """Declare normalizations; returns the first, so it works as a decorator."""
+        return self._declare("normalize", rules, when)
+
+    def derive(self, *rules: Rule, when: Callable[[Any], bool] | None = None) -> Any:
+        """Declare derivations; returns the first, so it works as a decorator."""
+        return self._declare("derive", rules, when)
+
+    def validate(self, *rules: Rule, when: Callable[[Any], bool] | None = None) -> Any:
+        """Declare checks; returns the first, so it works as a decorator."""
+        return self._declare("validate", rules, when)
+
+
 class PluginInfo(FrozenRecord):
     """What a plugin module declares about itself as ``megaplug_plugin = PluginInfo(...)``.
 
     ``after`` names plugins whose hooks must run before this one's (each must exist,
     though it may be blocked or unavailable); ``before`` names plugins this one must
     precede when they are present. ``requires`` lists optional packages: when one is
-    missing the plugin is *unavailable* and adds no flags.
+    missing the plugin is *unavailable* and adds no flags. ``rules`` are the plugin's
+    normalizations, derivations and checks (see :class:`Rules`).
     """
 
-    __slots__ = ("name", "description", "version", "after", "before", "requires")
+    __slots__ = ("name", "description", "version", "after", "before", "requires", "rules")
+    _hidden = ("rules",)  # code, not a fact about the plugin: no part in equality or repr
     name: str
     description: str
     version: str | None
     after: tuple[str, ...]
     before: tuple[str, ...]
     requires: tuple[Requirement, ...]
+    rules: Rules
 
     def __init__(
         self,
@@ -71,6 +145,7 @@ class PluginInfo(FrozenRecord):
         after: str | Iterable[str] = (),
         before: str | Iterable[str] = (),
         requires: str | Requirement | Iterable[str | Requirement] = (),
+        rules: Rules | None = None,
     ) -> None:
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "description", description)
@@ -79,6 +154,7 @@ class PluginInfo(FrozenRecord):
         object.__setattr__(self, "before", _as_tuple(before))
         object.__setattr__(self, "requires", tuple(
             Requirement(r) if isinstance(r, str) else r for r in _as_tuple(requires)))
+        object.__setattr__(self, "rules", Rules() if rules is None else rules)
 
 
 def _as_tuple(value: Any) -> tuple[Any, ...]:
@@ -368,7 +444,7 @@ class PluginSet:
         record = PluginRecord(name, ACTIVE, source, info=info, module=plugin,
                               entry_point=entry_point, distribution=distribution,
                               version=info.version if info and info.version else version,
-                              hooks=_implemented_hooks(plugin))
+                              hooks=_implemented_hooks(plugin, info))
         if name in self.records and self.records[name].module is not plugin:
             raise PluginError(f"two plugins are named {name!r}: "
                               f"{self.records[name].where()} and {record.where()}")
@@ -376,7 +452,7 @@ class PluginSet:
             record.status, record.reason = BLOCKED, "blocked by -p no: / MEGAPLUG_DISABLE"
         elif missing := self._missing_requirements(info):
             record.status, record.reason = UNAVAILABLE, "; ".join(missing)
-        elif problem := self._registration_problem(plugin, name, record.hooks):
+        elif problem := self._registration_problem(plugin, name, _implemented_hooks(plugin)):
             record.status, record.reason = BROKEN, problem
         self._add(record)
 
@@ -489,7 +565,9 @@ def _on_a_cycle(stuck: set[str], edges: dict[str, set[str]]) -> list[str]:
     return sorted(name for name in stuck if reaches(name, name))
 
 
-def _implemented_hooks(plugin: Any) -> tuple[str, ...]:
-    """The megaplug hooks a plugin object implements (whether or not it registers)."""
+def _implemented_hooks(plugin: Any, info: PluginInfo | None = None) -> tuple[str, ...]:
+    """The hooks a plugin implements (whether or not it registers); with ``info``, also the
+    phases it declares rules for."""
+    rules = info.rules.steps if info else {}
     return tuple(hook for hook in hookspecs.HOOKS
-                 if hasattr(getattr(plugin, hook, None), "megaplug_impl"))
+                 if hasattr(getattr(plugin, hook, None), "megaplug_impl") or rules.get(hook))

@@ -1,7 +1,10 @@
-"""The four hooks a megaplug plugin may implement.
+"""The four hooks a megaplug plugin may implement, and the phases its rules run in.
 
 This module is the plugin author's manual. A resolve runs the phases in this order, each
-phase calling every active plugin in the declared (topological) plugin order:
+phase calling every active plugin in the declared (topological) plugin order: first the
+plugin's hook of that phase, if it implements one, then the rules it declares for the
+phase with :class:`megaplug.Rules` (``PluginInfo(rules=...)``), which is the usual way
+to write them. Each contract below holds for a phase's hook and its rules alike.
 
 1. ``add_args``  - once per process: declare settings.
 2. (kernel)       - fill values: declared defaults, config files, environment, command

@@ -6,15 +6,10 @@ double buffers, dtypes, stream priorities) and checks what it rules out.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from megaplug import Draft, PluginInfo, hookimpl
+from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
 from . import megatron_fsdp, shared, torch_fsdp2
 from .options import FsdpOptions
-
-if TYPE_CHECKING:
-    from megaplug._registry import FlagDeclarations
 
 __all__ = ["FsdpOptions", "megaplug_plugin"]
 
@@ -24,26 +19,15 @@ megaplug_plugin = PluginInfo(
     # FSDP's checks read values as given and its derivations (distributed optimizer,
     # param-gather precision, stream groups) come before these plugins' own in Megatron.
     before=("gtp", "precision", "training"),
+    rules=Rules(
+        # each implementation's requirements are checked on the values as given
+        derive=(torch_fsdp2.derive_torch_fsdp2, shared.derive_dtypes,
+                megatron_fsdp.derive_megatron_fsdp, shared.derive_stream_priorities),
+        validate=(shared.check_manual_registration, shared.check_checkpoint_format)),
 )
 
 
 @hookimpl
-def add_args(flags: "FlagDeclarations") -> None:
+def add_args(flags: FlagDeclarations) -> None:
     """Declare the FSDP flags."""
     flags.add_options(FsdpOptions)
-
-
-@hookimpl
-def derive(config: Draft) -> None:
-    """Check each implementation's requirements and derive what it implies."""
-    torch_fsdp2.derive_torch_fsdp2(config)
-    shared.derive_dtypes(config)
-    megatron_fsdp.derive_megatron_fsdp(config)
-    shared.derive_stream_priorities(config)
-
-
-@hookimpl
-def validate(config: Draft) -> None:
-    """Checks that hold on the final values."""
-    shared.check_manual_registration(config)
-    shared.check_checkpoint_format(config)

@@ -10,49 +10,35 @@ with.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from megaplug import Draft, PluginInfo, hookimpl
+from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
 from .layout import resolve_tensor_parallel_sequence_shards, resolve_tensor_parallel_weight_shards
 from .options import GtpOptions
-from .rules import DERIVATIONS, NORMALIZATIONS, run_checks
+from .rules import (
+    DERIVATIONS,
+    NORMALIZATIONS,
+    REMAT_CHECKS,
+    remat_active,
+    sequence_sharding_constraints,
+)
 
-if TYPE_CHECKING:
-    from megaplug._registry import FlagDeclarations
+rules = Rules(normalize=NORMALIZATIONS, derive=DERIVATIONS,
+              validate=(sequence_sharding_constraints,))
+rules.validate(*REMAT_CHECKS, when=remat_active)
 
 megaplug_plugin = PluginInfo(
     name="gtp",
     description="GTP: tensor-parallel weight sharding with weight rematerialization.",
     version="0.1.0",
     before=("parallel",),
+    rules=rules,
 )
 
 
 @hookimpl
-def add_args(flags: "FlagDeclarations") -> None:
+def add_args(flags: FlagDeclarations) -> None:
     """Declare the GTP flags and the derived remat sizes."""
     flags.add_options(GtpOptions)
-
-
-@hookimpl
-def normalize(config: Draft) -> None:
-    """Resolve weight shards and remat sizes; grow context parallelism by sequence shards."""
-    for step in NORMALIZATIONS:
-        step(config)
-
-
-@hookimpl
-def derive(config: Draft) -> None:
-    """Give GTP communication high-priority streams on Blackwell and newer."""
-    for step in DERIVATIONS:
-        step(config)
-
-
-@hookimpl
-def validate(config: Draft) -> None:
-    """Report what GTP cannot be combined with."""
-    run_checks(config)
 
 
 __all__ = [

@@ -20,7 +20,8 @@ from .layout import (
 SEQUENCE_SHARDS = "tensor_parallel_num_sequence_shards"
 
 
-def _remat_active(config: Draft) -> bool:
+def remat_active(config: Draft) -> bool:
+    """Whether some weight is rematerialized: most GTP checks apply only then."""
     return config.gtp_weight_remat_size > 1 or config.expert_gtp_weight_remat_size > 1
 
 
@@ -135,7 +136,7 @@ NORMALIZATIONS: tuple[Callable[[Draft], None], ...] = (
 
 def prioritize_gtp_streams_on_blackwell(config: Draft) -> None:
     """On Blackwell and newer, GTP communication streams get high priority."""
-    if not _remat_active(config) or "high_priority_stream_groups" not in config:
+    if not remat_active(config) or "high_priority_stream_groups" not in config:
         return
     capability = config.env.capability()
     if capability is None or capability[0] < 10:
@@ -258,11 +259,3 @@ REMAT_CHECKS: tuple[Callable[[Draft], None], ...] = (
     mxfp8_needs_fp8_param_buffers,
     symmetric_registration_for_nccl_ub,
 )
-
-
-def run_checks(config: Draft) -> None:
-    """Run the GTP checks; most apply only when some weight is rematerialized."""
-    sequence_sharding_constraints(config)
-    if _remat_active(config):
-        for check in REMAT_CHECKS:
-            check(config)

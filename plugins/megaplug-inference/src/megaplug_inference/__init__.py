@@ -8,16 +8,11 @@ chosen CUDA-graph implementation and parallelism allow.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from megaplug import Draft, PluginInfo, hookimpl
+from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
 from . import cuda_graphs, engine
 from .enums import InferenceCudaGraphScope
 from .options import InferenceOptions, declare_untyped_flags
-
-if TYPE_CHECKING:
-    from megaplug._registry import FlagDeclarations
 
 __all__ = ["InferenceCudaGraphScope", "InferenceOptions", "megaplug_plugin"]
 
@@ -27,31 +22,15 @@ megaplug_plugin = PluginInfo(
     # training normalizes --cuda-graph-impl and may migrate a retired module spelling into
     # --inference-cuda-graph-scope; the scope is normalized after that.
     after=("training",),
+    rules=Rules(normalize=(cuda_graphs.normalize_scope,),
+                derive=(engine.derive_state_dtypes,),
+                validate=(cuda_graphs.check_scope_allowed, cuda_graphs.check_num_cuda_graphs,
+                          engine.check_batch_split_threshold)),
 )
 
 
 @hookimpl
-def add_args(flags: "FlagDeclarations") -> None:
+def add_args(flags: FlagDeclarations) -> None:
     """Declare the inference flags."""
     flags.add_options(InferenceOptions)
     declare_untyped_flags(flags)
-
-
-@hookimpl
-def normalize(config: Draft) -> None:
-    """The CUDA-graph scope becomes an enum member, defaulted from the CUDA-graph impl."""
-    cuda_graphs.normalize_scope(config)
-
-
-@hookimpl
-def derive(config: Draft) -> None:
-    """Mamba state dtype names become torch dtypes."""
-    engine.derive_state_dtypes(config)
-
-
-@hookimpl
-def validate(config: Draft) -> None:
-    """Check the scope, CUDA-graph counts and pipelined-batching settings."""
-    cuda_graphs.check_scope_allowed(config)
-    cuda_graphs.check_num_cuda_graphs(config)
-    engine.check_batch_split_threshold(config)

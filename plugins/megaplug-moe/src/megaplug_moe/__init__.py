@@ -10,50 +10,25 @@ and checks expert counts, kernels and incompatible combinations.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from megaplug import Draft, PluginInfo, hookimpl
+from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
 from .checks import CHECKS
 from .derivations import DERIVATIONS, NORMALIZATIONS
 from .options import MoeOptions
-
-if TYPE_CHECKING:
-    from megaplug._registry import FlagDeclarations
 
 megaplug_plugin = PluginInfo(
     name="moe",
     description="Mixture of experts: experts, routing, token dispatch, expert parallelism.",
     version="0.1.0",
     after=("model", "parallel", "checkpointing"),
+    rules=Rules(normalize=NORMALIZATIONS, derive=DERIVATIONS, validate=CHECKS),
 )
 
 
 @hookimpl
-def add_args(flags: "FlagDeclarations") -> None:
+def add_args(flags: FlagDeclarations) -> None:
     """Declare every MoE flag."""
     flags.add_options(MoeOptions)
-
-
-@hookimpl
-def normalize(config: Draft) -> None:
-    """Store ``0`` experts as ``None`` and single-element router lists unwrapped."""
-    for step in NORMALIZATIONS:
-        step(config)
-
-
-@hookimpl
-def derive(config: Draft) -> None:
-    """Default the expert tensor-parallel size and FFN size; apply upcycling's needs."""
-    for step in DERIVATIONS:
-        step(config)
-
-
-@hookimpl
-def validate(config: Draft) -> None:
-    """Report every MoE problem."""
-    for check in CHECKS:
-        check(config)
 
 
 __all__ = ["MoeOptions", "megaplug_plugin"]
