@@ -591,7 +591,7 @@ def _cmd_resolve(options: argparse.Namespace, args: list[str]) -> int:
     elif options.given:
         from ._config import Resolved
 
-        given = Resolved({}, provenance, None, [], []).given()  # type: ignore[arg-type]
+        given = Resolved({}, provenance, None, [], []).given_values()  # type: ignore[arg-type]
         # the facade's private markers (_is_global_batch_size_...) are not settings
         values = {k: encode(v) for k, v in given.items()
                   if k not in ("rank", "world_size") and not k.startswith("_")}

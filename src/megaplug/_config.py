@@ -109,6 +109,18 @@ class Provenance(FrozenRecord):
         }
 
 
+_NOT_GIVEN = object()
+
+
+def _given_value(record: Provenance | None, default: Any) -> Any:
+    """The newest value a given source (command line, file, ...) supplied in ``record``'s
+    history, or ``default``."""
+    for step in record.history() if record is not None else ():
+        if step.source in GIVEN_SOURCES:
+            return step.value
+    return default
+
+
 class ReadOnlyError(AttributeError):
     """Raised when a value is changed where it may not be (validate, a resolved config)."""
 
@@ -166,6 +178,11 @@ class Draft:
         while record is not None and record.source in ("normalized", "derived"):
             record = record.previous
         return record is not None and record.source in GIVEN_SOURCES
+
+    def given_value(self, name: str, default: Any = None) -> Any:
+        """The value as the user or caller gave it, before any plugin changed it
+        (``default`` when it was not given)."""
+        return _given_value(self._provenance.get(name), default)
 
     def source(self, name: str) -> Provenance | None:
         return self._provenance.get(name)
@@ -295,18 +312,13 @@ class Resolved:
     def to_dict(self) -> dict[str, Any]:
         return dict(self._values)
 
-    def given(self) -> dict[str, Any]:
+    def given_values(self) -> dict[str, Any]:
         """The settings the user or caller supplied, as supplied (before normalize/derive).
 
         Dumped to a config file and resolved again, they reproduce this configuration.
         """
-        given = {}
-        for name, record in self._provenance.items():
-            for step in record.history():
-                if step.source in GIVEN_SOURCES:
-                    given[name] = step.value
-                    break
-        return given
+        return {name: value for name, record in self._provenance.items()
+                if (value := _given_value(record, _NOT_GIVEN)) is not _NOT_GIVEN}
 
     def to_namespace(self, *, torch_types: bool = False) -> argparse.Namespace:
         """A plain ``argparse.Namespace`` copy; ``torch_types`` turns dtypes into ``torch.dtype``."""  # noqa: E501

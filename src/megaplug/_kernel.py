@@ -51,6 +51,11 @@ class Kernel:
                     plugin=record.name,
                 ))
         self._steps = self._collect_steps()
+        #: "plugin.rule" -> the conditions under which an active plugin takes it over.
+        self._superseded: dict[str, list[Callable[[Any], bool]]] = {}
+        for record in plugins.active():
+            for rule, when in record.info.rules.superseded if record.info else ():
+                self._superseded.setdefault(rule, []).append(when)
         # Built-ins declare first, so a plugin claiming a built-in's flag is the one broken.
         for record in sorted(plugins.active(), key=lambda r: r.source != "builtin"):
             self._declare(record, self.table)
@@ -393,8 +398,10 @@ class Kernel:
              sink: ProblemSink, snapshot: dict[str, Any] | None) -> None:
         """Run one hook or rule, blaming the plugin and rule for whatever goes wrong."""
         sink.current_plugin, sink.current_rule = record.name, step.name
+        superseded = self._superseded.get(f"{record.name}.{step.name}", ())
         try:
-            if step.when is None or step.when(draft):
+            if (step.when is None or step.when(draft)) and not any(
+                    when(draft) for when in superseded):
                 for problem in step.function(draft) or ():
                     sink.add(problem)
         except ReadOnlyError as exc:

@@ -78,14 +78,21 @@ class Rules:
     check_b))``), or in a group that runs only when a condition holds
     (``rules.validate(check_a, check_b, when=uses_feature)``); give the plugin's rules
     to the kernel as ``PluginInfo(rules=rules)``.
+
+    A feature whose presence changes what another plugin's rule should say takes that
+    rule over while it is in use: ``rules.supersede("parallel.check_x", when=uses_fsdp)``
+    skips the named rule whenever the condition holds, and the feature's own rules say
+    what applies instead. That is how a built-in rule stays free of feature settings.
     """
 
-    __slots__ = ("steps",)
+    __slots__ = ("steps", "superseded")
 
     def __init__(self, *, normalize: Iterable[Rule] = (), derive: Iterable[Rule] = (),
                  validate: Iterable[Rule] = ()) -> None:
         #: The declared rules of each phase, in order.
         self.steps: dict[str, list[RuleStep]] = {phase: [] for phase in hookspecs.PHASES}
+        #: Other plugins' rules (``"plugin.rule"``) this plugin takes over, and when.
+        self.superseded: list[tuple[str, Callable[[Any], bool]]] = []
         self.normalize(*normalize)
         self.derive(*derive)
         self.validate(*validate)
@@ -103,6 +110,10 @@ class Rules:
         shown = (f"{phase}=({', '.join(str(step.name) for step in steps)})"
                  for phase, steps in self.steps.items() if steps)
         return f"Rules({', '.join(shown)})"
+
+    def supersede(self, *rules: str, when: Callable[[Any], bool]) -> None:
+        """Skip other plugins' rules (named ``"plugin.rule"``) whenever ``when`` holds."""
+        self.superseded.extend((rule, when) for rule in rules)
 
     def normalize(self, *rules: Rule, when: Callable[[Any], bool] | None = None) -> Any:
         """Declare normalizations; returns the first, so it works as a decorator."""

@@ -125,3 +125,21 @@ def test_rules_as_a_table_and_their_repr():
                           "returns_problems))"
     with pytest.raises(TypeError, match="must be callable"):
         Rules(derive=("not a function",))
+
+
+class Feature:
+    """Takes over the ruled plugin's depth check while --verbose is on."""
+
+    feature_rules = Rules()
+    megaplug_plugin = PluginInfo(name="feature", after=("ruled",), rules=feature_rules)
+    feature_rules.supersede("ruled.layers_below_ten", when=lambda config: config.verbose)
+
+
+def test_a_feature_supersedes_another_plugins_rule_while_it_is_in_use(make_kernel):
+    kernel = make_kernel(Core(), Ruled(), Feature())
+    with pytest.raises(ConfigError) as info:
+        kernel.resolve(["--num-layers", "12"], environ={})
+    assert [p.rule for p in info.value.problems] == ["layers_below_ten"]
+    with pytest.raises(ConfigError) as info:
+        kernel.resolve(["--num-layers", "12", "--verbose"], environ={})
+    assert [p.rule for p in info.value.problems] == ["returns_problems"]

@@ -1,36 +1,29 @@
 """megaplug-gtp: tensor-parallel weight sharding with rematerialization (GTP).
 
 Adds ``--tensor-parallel-num-weight-shards``, its expert twin and the ``--gtp-*`` flags.
-Resolves ``gtp_weight_remat_size`` / ``expert_gtp_weight_remat_size`` (weight shards
-divided by the (expert) tensor-parallel size) in ``normalize`` and folds GTP sequence
-shards into ``context_parallel_size``, before the ``parallel`` plugin derives the
-data-parallel size from them (``before=("parallel",)``). Checks what GTP cannot combine
-with.
+Derives ``gtp_weight_remat_size`` / ``expert_gtp_weight_remat_size`` (weight shards divided
+by the (expert) tensor-parallel size) and, after the ``parallel`` plugin has derived the
+data-parallel size, takes the remat ranks out of it. Checks what GTP cannot combine with.
 """
 
 from __future__ import annotations
 
 from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
-from .layout import resolve_tensor_parallel_sequence_shards, resolve_tensor_parallel_weight_shards
+from .layout import resolve_tensor_parallel_weight_shards
 from .options import GtpOptions
-from .rules import (
-    DERIVATIONS,
-    NORMALIZATIONS,
-    REMAT_CHECKS,
-    remat_active,
-    sequence_sharding_constraints,
-)
+from .rules import DERIVATIONS, REMAT_CHECKS, remat_active
 
-rules = Rules(normalize=NORMALIZATIONS, derive=DERIVATIONS,
-              validate=(sequence_sharding_constraints,))
+rules = Rules(derive=DERIVATIONS)
 rules.validate(*REMAT_CHECKS, when=remat_active)
 
 megaplug_plugin = PluginInfo(
     name="gtp",
     description="GTP: tensor-parallel weight sharding with weight rematerialization.",
     version="0.1.0",
-    before=("parallel",),
+    # parallel derives the data-parallel size GTP refines; precision decides whether
+    # gradients are reduced in fp32 already
+    after=("parallel", "precision"),
     rules=rules,
 )
 
@@ -41,9 +34,4 @@ def add_args(flags: FlagDeclarations) -> None:
     flags.add_options(GtpOptions)
 
 
-__all__ = [
-    "GtpOptions",
-    "megaplug_plugin",
-    "resolve_tensor_parallel_sequence_shards",
-    "resolve_tensor_parallel_weight_shards",
-]
+__all__ = ["GtpOptions", "megaplug_plugin", "resolve_tensor_parallel_weight_shards"]

@@ -1,9 +1,10 @@
 """megaplug inference plugin: the inference engine's flags, derivations and checks.
 
 Declares dynamic batching, prefix caching, KV cache, speculative decoding and CUDA-graph
-scope settings; normalizes the inference CUDA-graph scope into an enum (after the training
-plugin has normalized ``--cuda-graph-impl``), maps Mamba state dtypes, and checks what the
-chosen CUDA-graph implementation and parallelism allow.
+scope settings; migrates the retired ``--cuda-graph-modules full_iteration_inference`` and
+normalizes the inference CUDA-graph scope into an enum (after the training plugin has
+normalized ``--cuda-graph-impl``), maps Mamba state dtypes, and checks what the chosen
+CUDA-graph implementation, parallelism and fp8 recipe allow.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ __all__ = ["InferenceCudaGraphScope", "InferenceOptions", "megaplug_plugin"]
 megaplug_plugin = PluginInfo(
     name="inference",
     description="Inference engine: dynamic batching, prefix caching, KV cache, CUDA-graph scope.",
-    # training normalizes --cuda-graph-impl and may migrate a retired module spelling into
-    # --inference-cuda-graph-scope; the scope is normalized after that.
+    # training normalizes --cuda-graph-impl and the module list first; this plugin migrates
+    # the retired module spelling that now means an inference scope, then the scope.
     after=("training",),
-    rules=Rules(normalize=(cuda_graphs.normalize_scope,),
+    rules=Rules(normalize=(cuda_graphs.migrate_retired_module_spelling,
+                           cuda_graphs.normalize_scope),
                 derive=(engine.derive_state_dtypes,),
                 validate=(cuda_graphs.check_scope_allowed, cuda_graphs.check_num_cuda_graphs,
-                          engine.check_batch_split_threshold)),
+                          cuda_graphs.check_block_scope_fp8, engine.check_batch_split_threshold)),
 )
 
 
