@@ -68,7 +68,7 @@ class Provenance(FrozenRecord):
 
     def describe(self) -> str:
         if self.source in ("normalized", "derived"):
-            text = f"{self.source} by {self.plugin}" + (f".{self.rule}" if self.rule else "")
+            text = f"{self.source} by {self.plugin}"
             if self.inputs:
                 text += " from " + ", ".join(self.inputs)
             if self.reason:

@@ -456,7 +456,9 @@ class PluginSet:
                               entry_point=entry_point, distribution=distribution,
                               version=info.version if info and info.version else version,
                               hooks=_implemented_hooks(plugin, info))
-        if name in self.records and self.records[name].module is not plugin:
+        if name in self.records:
+            if self.records[name].module is plugin:
+                return  # the same module again (an entry point and plugins=[module])
             raise PluginError(f"two plugins are named {name!r}: "
                               f"{self.records[name].where()} and {record.where()}")
         if name in self.selection.block:

@@ -98,3 +98,16 @@ def test_a_valid_plugin_registers_after_a_broken_one():
     assert plugins.records["fine"].status == "active"
     assert plugins.records["fine"].hooks == ("validate",)
     assert [r.name for r in plugins.active()] == ["fine"]
+
+
+def test_the_same_module_loaded_twice_stays_registered_once():
+    @hookimpl
+    def add_args(flags):
+        flags.add_argument("--twice", type=int, default=2)
+
+    from megaplug._kernel import Kernel
+
+    module = _plugin("twice", add_args=add_args)
+    plugins = PluginSet(PluginSelection(autoload=False), builtins=[module], extra=[module])
+    assert plugins.manager.get_plugin("twice") is module
+    assert Kernel(plugins).resolve(["--twice", "3"]).twice == 3

@@ -75,9 +75,9 @@ def test_rules_run_in_their_phase_and_provenance_names_the_rule(kernel):
     resolved = kernel.resolve(["--num-layers", "3", "--lr", "0.5"], environ={})
     assert resolved.lr == 1.0 and resolved.ffn_hidden_size == 30
     assert resolved.source("lr").rule == "double_lr"
-    assert resolved.source("lr").describe() == "normalized by ruled.double_lr from lr (doubled)"
-    assert resolved.source("ffn_hidden_size").describe() == (
-        "derived by ruled.ffn_from_layers from num_layers")
+    assert resolved.source("lr").describe() == "normalized by ruled from lr (doubled)"
+    assert resolved.source("ffn_hidden_size").rule == "ffn_from_layers"
+    assert resolved.source("ffn_hidden_size").to_dict()["rule"] == "ffn_from_layers"
 
 
 def test_a_plugin_hook_runs_before_its_rules_of_the_same_phase(kernel):
