@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterable, Sequence
 import pluggy
 
 from . import hookspecs
+from ._version import __version__
 from ._errors import PluginError
 from ._record import FrozenRecord, MutableRecord
 from ._target import TargetEnvironment
@@ -439,8 +440,6 @@ class PluginSet:
             item = module
         distribution = version = None
         if source == "builtin":
-            from . import __version__
-
             distribution, version = "megaplug", __version__
         self._register(item, source, distribution=distribution, version=version,
                        fallback_name=getattr(item, "__name__", repr(item)))
