@@ -32,7 +32,7 @@ _EXPORTS = {
     "Provenance": "._config",
     "Requirement": "._plugins",
     "Resolved": "._config",
-    "Rules": "._plugins",
+    "Rules": "._rules",
     "TargetEnvironment": "._target",
     "TorchDType": "._values",
     "enum_by_name": "._options",
@@ -74,7 +74,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from ._kernel import Kernel
     from ._options import Computed, Flag, FromEnv, enum_by_name, options
     from ._patterns import PatternError, parse_pattern
-    from ._plugins import PluginInfo, Requirement, Rules
+    from ._plugins import PluginInfo, Requirement
+    from ._rules import Rules
     from ._registry import FlagDeclarations
     from ._target import TargetEnvironment
     from ._values import TorchDType

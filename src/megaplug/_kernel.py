@@ -11,7 +11,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from ._config import Draft, Provenance, ReadOnlyError, Resolved
 from ._errors import ConfigError, PluginError, Problem, ProblemSink
 from ._options import FlagSpec, choice_name
-from ._plugins import ACTIVE, BLOCKED, BROKEN, UNAVAILABLE, PluginRecord, PluginSet, RuleStep
+from ._plugins import ACTIVE, BLOCKED, BROKEN, UNAVAILABLE, PluginRecord, PluginSet
+from ._rules import RuleStep
 from ._registry import FlagDeclarations, FlagTable
 from ._sources import ConfigFileError, load_config_file
 from ._target import TargetEnvironment
