@@ -1,27 +1,22 @@
-"""The resolve pipeline: declare, parse, fill, normalize, derive, validate."""
+"""The resolve pipeline: declare, parse (fill values from every source), then run the phases."""
 
 from __future__ import annotations
 
 import argparse
 import copy
 import time
-from argparse import SUPPRESS
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ._config import Draft, Provenance, ReadOnlyError, Resolved
 from ._errors import ConfigError, PluginError, Problem, ProblemSink
 from ._options import FlagSpec, choice_name
 from ._plugins import ACTIVE, BLOCKED, BROKEN, UNAVAILABLE, PluginRecord, PluginSet
-from ._rules import RuleStep
 from ._registry import FlagDeclarations, FlagTable
+from ._rules import RuleStep
 from ._sources import ConfigFileError, load_config_file
 from ._target import TargetEnvironment
 from ._tokens import NEGATIVE_NUMBER, Occurrence, split
 from .hookspecs import HOOKS, PHASES
-
-
-class _HelpParser(argparse.ArgumentParser):
-    """The parser ``--help`` prints; resolving never goes through argparse."""
 
 
 class Kernel:
@@ -33,60 +28,59 @@ class Kernel:
 
     def __init__(self, plugins: PluginSet, *,
                  extra_args_provider: Callable[[Any], Any] | None = None) -> None:
+        started = time.perf_counter()
         self.plugins = plugins
         self.table = FlagTable()
-        self.setup_problems: list[Problem] = []
+        self.setup_problems: list[Problem] = [Problem(
+            f"plugin {r.name!r} ({r.where()}) is broken: {r.reason}", plugin=r.name,
+            hint=f"fix or uninstall it, or block it with -p no:{r.name}")
+            for r in plugins.records.values() if r.status == BROKEN]
+        #: Option strings of inactive plugins, to name them when one is used.
         self.inactive_flags: dict[str, PluginRecord] = {}
         #: The flag specs an inactive plugin would declare, by plugin (``megaplug flags``).
         self.inactive_specs: dict[str, list[FlagSpec]] = {}
-        self._parser: _HelpParser | None = None
+        self._parser: argparse.ArgumentParser | None = None
         #: Seconds spent per stage: "add_args" once, then per resolve "parse",
         #: "normalize", "derive", "validate" (overwritten by each resolve).
         self.timings: dict[str, float] = {}
-        started = time.perf_counter()
-        for record in plugins.records.values():
-            if record.status == BROKEN:
-                self.setup_problems.append(Problem(
-                    f"plugin {record.name!r} ({record.where()}) is broken: {record.reason}",
-                    hint=f"fix or uninstall it, or block it with -p no:{record.name}",
-                    plugin=record.name,
-                ))
-        self._steps = self._collect_steps()
-        #: "plugin.rule" -> the conditions under which an active plugin takes it over.
-        self._superseded: dict[str, list[Callable[[Any], bool]]] = {}
-        for record in plugins.active():
-            for rule, when in record.info.rules.superseded if record.info else ():
-                self._superseded.setdefault(rule, []).append(when)
+        self._steps, self._superseded = self._collect_steps()
         # Built-ins declare first, so a plugin claiming a built-in's flag is the one broken.
         for record in sorted(plugins.active(), key=lambda r: r.source != "builtin"):
-            self._declare(record, self.table)
-        self._learn_inactive_flags()
+            self._declare(record)
+        for record in plugins.records.values():
+            if record.status != ACTIVE and record.module is not None:
+                self._learn_flags_of(record, record.module)
         self.timings["add_args"] = time.perf_counter() - started
         if extra_args_provider is not None:
-            declarations = FlagDeclarations(self.table, "extra")
             try:
-                extra_args_provider(declarations)
+                extra_args_provider(FlagDeclarations(self.table, "extra"))
             except PluginError as exc:
                 self.setup_problems.append(Problem(str(exc), plugin="extra"))
 
     # -- set-up ----------------------------------------------------------------------
 
-    def _collect_steps(self) -> dict[str, dict[str, list[RuleStep]]]:
-        """Each active plugin's work per hook: its hook implementation, then its rules."""
+    def _collect_steps(self) -> tuple[dict[str, dict[str, list[RuleStep]]],
+                                      dict[str, list[Callable[[Any], bool]]]]:
+        """Each active plugin's work per hook (its hook implementation, then its rules), and
+        for each superseded rule (``"plugin.rule"``) the conditions that take it over."""
         hooks = {hook: {impl.plugin_name: impl for impl in
                         getattr(self.plugins.manager.hook, hook).get_hookimpls()}
                  for hook in HOOKS}
         steps: dict[str, dict[str, list[RuleStep]]] = {}
+        superseded: dict[str, list[Callable[[Any], bool]]] = {}
         for record in self.plugins.active():
-            rules = record.info.rules.steps if record.info else {}
+            rules = record.info.rules if record.info else None
             steps[record.name] = {hook: [*_hook_step(hooks[hook].get(record.name)),
-                                         *rules.get(hook, ())] for hook in HOOKS}
-        return steps
+                                         *(rules.steps.get(hook, ()) if rules else ())]
+                                  for hook in HOOKS}
+            for rule, when in rules.superseded if rules else ():
+                superseded.setdefault(rule, []).append(when)
+        return steps, superseded
 
-    def _declare(self, record: PluginRecord, table: FlagTable) -> None:
+    def _declare(self, record: PluginRecord) -> None:
         try:
             for step in self._steps[record.name]["add_args"]:
-                step.function(FlagDeclarations(table, record.name))
+                step.function(FlagDeclarations(self.table, record.name))
         except PluginError as exc:
             record.status, record.reason = BROKEN, str(exc)
             self.setup_problems.append(Problem(str(exc), plugin=record.name,
@@ -99,19 +93,17 @@ class Kernel:
                 f"add_args: {exc}", plugin=record.name,
                 hint=f"this is a bug in the plugin; block it with -p no:{record.name}"))
 
-    def _learn_inactive_flags(self) -> None:
-        """Record the spellings of unavailable plugins so using them gets a clear message."""
-        for record in self.plugins.records.values():
-            if record.status != ACTIVE and record.module is not None:
-                self._learn_flags_of(record, record.module)
-
     def _learn_flags_of(self, record: PluginRecord, module: Any) -> None:
+        """Learn an inactive plugin's spellings, so that using one gets a clear message.
+
+        A blocked plugin is imported for this only on the error path (``_unknown_setting``).
+        """
         function = getattr(module, "add_args", None)
-        if function is None or not hasattr(function, "megaplug_impl"):
+        if not hasattr(function, "megaplug_impl"):
             return
         shadow = FlagTable()
         try:
-            function(FlagDeclarations(shadow, record.name))
+            function(FlagDeclarations(shadow, record.name))  # type: ignore[misc]
         except Exception:
             return
         self.inactive_specs.setdefault(record.name, list(shadow))
@@ -119,69 +111,43 @@ class Kernel:
             if option not in self.table.by_option:
                 self.inactive_flags.setdefault(option, record)
 
-    def _learn_blocked_flags(self) -> None:
-        """Import blocked plugins only to name them when one of their flags is used.
-
-        Blocking keeps a plugin's code out of a normal resolve; this runs on the error
-        path alone, and a blocked plugin that fails even to import is simply skipped.
-        """
-        for record in self.plugins.records.values():
-            if record.status != BLOCKED or record.loader is None:
-                continue
-            loader, record.loader = record.loader, None
-            try:
-                module = loader()
-            except Exception:
-                continue
-            self._learn_flags_of(record, module)
-
     def parser(self) -> argparse.ArgumentParser:
-        """An argparse parser of every flag, grouped by plugin, for ``--help``."""
+        """An argparse parser of every flag, grouped by plugin, for ``--help``; resolving
+        never goes through argparse."""
         if self._parser is None:
-            self._parser = _HelpParser(prog="megaplug", allow_abbrev=False,
-                                       argument_default=argparse.SUPPRESS,
-                                       description="Arguments resolved by megaplug, grouped "
-                                                   "by plugin.")
+            self._parser = argparse.ArgumentParser(
+                prog="megaplug", allow_abbrev=False, argument_default=argparse.SUPPRESS,
+                description="Arguments resolved by megaplug, grouped by plugin.")
             groups: dict[str, Any] = {}
-            for spec in self.table:
-                if spec.kind != "flag":
-                    continue
+            for spec in (spec for spec in self.table if spec.kind == "flag"):
                 if spec.plugin not in groups:
                     record = self.plugins.records.get(spec.plugin)
-                    description = record.info.description if record and record.info else ""
                     groups[spec.plugin] = self._parser.add_argument_group(
-                        f"plugin {spec.plugin}", description or None)
+                        f"plugin {spec.plugin}",
+                        (record.info.description if record and record.info else "") or None)
                 strings, kwargs = spec.argparse_call()
-                groups[spec.plugin].add_argument(*strings, **{**kwargs, "default": SUPPRESS})
+                groups[spec.plugin].add_argument(*strings,
+                                                 **{**kwargs, "default": argparse.SUPPRESS})
         return self._parser
 
-    # -- resolving -------------------------------------------------------------------
+    # -- parsing: every source through one conversion ------------------------------------
 
-    def resolve(
-        self,
-        argv: Sequence[str] = (),
-        *,
-        config_files: Sequence[str] = (),
-        defaults: Mapping[str, Any] | None = None,
-        environ: Mapping[str, str] | None = None,
-        target: TargetEnvironment | None = None,
-        ignore_unknown: bool = False,
-    ) -> Resolved:
-        """Resolve a command line (plus files, environment, caller defaults) or raise ConfigError."""  # noqa: E501
-        draft, sink = self.parse(argv, config_files=config_files, defaults=defaults,
-                                 environ=environ, target=target, ignore_unknown=ignore_unknown)
-        return self.finish(draft, sink)
+    def resolve(self, argv: Sequence[str] = (), *, config_files: Sequence[str] = (),
+                defaults: Mapping[str, Any] | None = None,
+                environ: Mapping[str, str] | None = None,
+                target: TargetEnvironment | None = None, ignore_unknown: bool = False,
+                ) -> Resolved:
+        """Resolve a command line (plus files, environment, caller defaults) or raise
+        ``ConfigError`` with every problem."""
+        return self.finish(*self.parse(argv, config_files=config_files, defaults=defaults,
+                                       environ=environ, target=target,
+                                       ignore_unknown=ignore_unknown))
 
-    def parse(
-        self,
-        argv: Sequence[str] = (),
-        *,
-        config_files: Sequence[str] = (),
-        defaults: Mapping[str, Any] | None = None,
-        environ: Mapping[str, str] | None = None,
-        target: TargetEnvironment | None = None,
-        ignore_unknown: bool = False,
-    ) -> tuple[Draft, ProblemSink]:
+    def parse(self, argv: Sequence[str] = (), *, config_files: Sequence[str] = (),
+              defaults: Mapping[str, Any] | None = None,
+              environ: Mapping[str, str] | None = None,
+              target: TargetEnvironment | None = None, ignore_unknown: bool = False,
+              ) -> tuple[Draft, ProblemSink]:
         """Fill values from every source, without running the plugin phases."""
         started = time.perf_counter()
         sink = ProblemSink(problems=list(self.setup_problems))
@@ -194,18 +160,19 @@ class Kernel:
                       for dest, specs in self.table.by_dest.items()}
         unread = [path for path in config_files
                   if not self._apply_config_file(path, values, provenance, sink)]
-        self._apply_environment(target, values, provenance, sink)
+        for variable, spec in self.table.by_env.items():
+            if (raw := target.getenv(variable)) is not None:
+                value = self.convert(spec, raw, source="environment", detail=variable)
+                _give(values, provenance, spec, value, sink, variable, "environment")
         self._apply_command_line(argv, values, provenance, sink, ignore_unknown)
-        if unread:
-            # only what the command line and environment set outranks the missing file
+        if unread:  # only what the command line and environment set outranks a lost file
             sink.doubtful.update(dest for dest, record in provenance.items()
                                  if record.source not in ("command-line", "environment"))
         self._check_mutex(provenance, sink)
         if defaults:
             self.apply_caller_defaults(defaults, values, provenance, sink)
-        draft = Draft(values, provenance, self.table, sink, target)
         self.timings["parse"] = time.perf_counter() - started
-        return draft, sink
+        return Draft(values, provenance, self.table, sink, target), sink
 
     def convert(self, setting: FlagSpec | str, raw: Any, *, source: str = "command-line",
                 detail: str = "") -> Any:
@@ -235,26 +202,16 @@ class Kernel:
         try:
             data = load_config_file(path)
         except ConfigFileError as exc:
-            sink.add(Problem(str(exc), ("--config",),
-                             hint="check the path and the file's syntax"))
+            sink.add(Problem(str(exc), ("--config",), "check the path and the file's syntax"))
             return False
         for key, raw in data.items():
             spec = self.table.lookup(str(key))
             if spec is None or spec.kind == "computed":
-                self._unknown_setting(str(key), f"config file {path}", sink,
-                                      computed=spec is not None)
-                continue
-            _give(values, provenance, spec, self.convert(spec, raw, source="config-file",
-                                                         detail=path), sink, path)
+                self._unknown_setting(str(key), f"config file {path}", sink, spec)
+            else:
+                _give(values, provenance, spec, self.convert(spec, raw, source="config-file",
+                                                             detail=path), sink, path)
         return True
-
-    def _apply_environment(self, target: TargetEnvironment, values: dict[str, Any],
-                           provenance: dict[str, Provenance], sink: ProblemSink) -> None:
-        for variable, spec in self.table.by_env.items():
-            raw = target.getenv(variable)
-            if raw is not None:
-                value = self.convert(spec, raw, source="environment", detail=variable)
-                _give(values, provenance, spec, value, sink, variable, source="environment")
 
     def _apply_command_line(self, argv: Sequence[str], values: dict[str, Any],
                             provenance: dict[str, Provenance], sink: ProblemSink,
@@ -269,18 +226,23 @@ class Kernel:
             spec = self.table.by_option.get(spelling)
             if spec is not None:
                 sink.doubtful.add(spec.dest)
-            sink.add(Problem(
-                f"command line: {message}", (spelling,) if spec is not None else (),
-                hint="megaplug flags WORD lists the accepted flags and what they take"))
+            sink.add(Problem(f"command line: {message}", (spelling,) if spec else (),
+                             "megaplug flags WORD lists the accepted flags and what they take"))
         for occurrence in tokens.occurrences:
             spec, spelling = occurrence.spec, occurrence.spelling
             value = self._occurrence_value(occurrence, values)
-            _give(values, provenance, spec, value, sink, spelling, source="command-line")
+            _give(values, provenance, spec, value, sink, spelling, "command-line")
             if spec.deprecated and not isinstance(value, Problem):
                 sink.warn(f"{spelling} is deprecated: {spec.deprecated}", flags=(spelling,),
                           plugin=spec.plugin)
-        if not ignore_unknown:
-            self._report_unknown(tokens.unknown, sink)
+        skip_values = False  # the values after an unknown flag are its own
+        for token in () if ignore_unknown else tokens.unknown:
+            if token.startswith("-") and not NEGATIVE_NUMBER.match(token) and token != "--":
+                skip_values = True
+                self._unknown_setting(token.split("=", 1)[0], "command line", sink)
+            elif not skip_values and token != "--":
+                sink.add(Problem(f"unexpected argument {token!r}",
+                                 hint="values must follow the flag they belong to"))
 
     def _occurrence_value(self, occurrence: Occurrence, values: dict[str, Any]) -> Any:
         """The value one use of a flag stands for, with argparse's action semantics."""
@@ -298,57 +260,47 @@ class Kernel:
             return value
         return [*(current if isinstance(current, list) else []), value]
 
-    def _report_unknown(self, unknown: Sequence[str], sink: ProblemSink) -> None:
-        skip_values = False
-        for token in unknown:
-            if not token.startswith("-") or NEGATIVE_NUMBER.match(token) or token == "--":
-                if not skip_values and token != "--":
-                    sink.problems.append(Problem(f"unexpected argument {token!r}",
-                                                 hint="values must follow the flag they belong to"))
-                continue
-            name = token.split("=", 1)[0]
-            skip_values = True
-            self._unknown_setting(name, "command line", sink)
-
     def _unknown_setting(self, name: str, where: str, sink: ProblemSink,
-                         computed: bool = False) -> None:
+                         computed: FlagSpec | None = None) -> None:
+        """Report a setting nobody may set here: computed, of an inactive plugin, or unknown."""
         option = name if name.startswith("-") else "--" + name.replace("_", "-")
+        if computed is not None:
+            return sink.add(Problem(
+                f"{name!r} in {where} is computed by plugin {computed.plugin!r} and cannot be "
+                "set", (name,), "remove it; megaplug derives it from other settings",
+                computed.plugin))
+        if option not in self.inactive_flags:  # blocked plugins are imported only now
+            for record in self.plugins.records.values():
+                if record.status == BLOCKED and record.loader is not None:
+                    self._learn_blocked(record)
         record = self.inactive_flags.get(option)
-        if record is None and not computed:
-            self._learn_blocked_flags()
-            record = self.inactive_flags.get(option)
-        if computed:
-            spec = self.table.lookup(name)
-            sink.problems.append(Problem(
-                f"{name!r} in {where} is computed by plugin {spec.plugin!r} and cannot be set",
-                (name,), hint="remove it; megaplug derives it from other settings",
-                plugin=spec.plugin if spec else None))
-        elif record is not None:
-            if record.status == UNAVAILABLE:
-                message = (f"{option} belongs to plugin {record.name!r}, which is unavailable: "
-                           f"{record.reason}")
-                hint = "install the missing package, or drop the flag"
-            else:
-                message = (f"{option} belongs to plugin {record.name!r}, which is "
-                           f"{record.status}: {record.reason}")
-                hint = f"remove -p no:{record.name} / MEGAPLUG_DISABLE, or drop the flag"
-            sink.problems.append(Problem(message, (option,), hint, record.name))
-        else:
-            suggestion = self.table.suggest(option)
-            if suggestion is not None:
-                sink.doubtful.add(self.table.by_option[suggestion].dest)
-            hint = f"did you mean {suggestion}?" if suggestion else "see megaplug flags"
-            sink.problems.append(Problem(f"unrecognized argument {name} in {where}",
-                                         (name,), hint))
+        if record is not None:
+            hint = ("install the missing package, or drop the flag"
+                    if record.status == UNAVAILABLE else
+                    f"remove -p no:{record.name} / MEGAPLUG_DISABLE, or drop the flag")
+            return sink.add(Problem(f"{option} belongs to plugin {record.name!r}, which is "
+                                    f"{record.status}: {record.reason}", (option,), hint,
+                                    record.name))
+        suggestion = self.table.suggest(option)
+        if suggestion is not None:
+            sink.doubtful.add(self.table.by_option[suggestion].dest)
+        sink.add(Problem(f"unrecognized argument {name} in {where}", (name,),
+                         f"did you mean {suggestion}?" if suggestion else "see megaplug flags"))
+
+    def _learn_blocked(self, record: PluginRecord) -> None:
+        loader, record.loader = record.loader, None
+        try:
+            self._learn_flags_of(record, loader())
+        except Exception:  # a blocked plugin that fails even to import is simply skipped
+            pass
 
     def _check_mutex(self, provenance: dict[str, Provenance], sink: ProblemSink) -> None:
         for dests in self.table.mutex_groups:
             given = [d for d in dests if provenance[d].source != "default"]
             if len(given) > 1:
                 spelled = [self.table.spelling(d) for d in given]
-                sink.problems.append(Problem(
-                    f"{' and '.join(spelled)} cannot be used together", tuple(spelled),
-                    hint="keep one of them", plugin=self.table.owner(given[0])))
+                sink.add(Problem(f"{' and '.join(spelled)} cannot be used together",
+                                 tuple(spelled), "keep one of them", self.table.owner(given[0])))
 
     def apply_caller_defaults(self, defaults: Mapping[str, Any], values: dict[str, Any],
                               provenance: dict[str, Provenance], sink: ProblemSink) -> None:
@@ -358,11 +310,13 @@ class Kernel:
             value = self.convert(key, raw, source="caller-default")
             current = values.get(key)
             if current is None:
-                _give(values, provenance, key, value, sink, "", source="caller-default",
-                      plugin=self.table.owner(key))
+                _give(values, provenance, key, value, sink, "", "caller-default",
+                      self.table.owner(key))
             elif not isinstance(value, Problem) and current != value:
                 sink.warn(f"keeping {key}={current!r} over the caller's default {value!r}",
                           flags=(key,), plugin=self.table.owner(key))
+
+    # -- the phases: each plugin's hook and rules, in the declared order ---------------------
 
     def finish(self, draft: Draft, sink: ProblemSink) -> Resolved:
         """Run normalize, derive and validate over a parsed draft; raise if any problem."""
@@ -379,21 +333,18 @@ class Kernel:
                     self._run(step, record, phase, draft, sink, snapshot)
             self.timings[phase] = time.perf_counter() - started
         sink.current_plugin = sink.current_rule = None
-        if sink.doubtful:
+        if sink.doubtful:  # a problem about a setting a parse problem left in doubt
             sink.problems[parse_problems:] = [p for p in sink.problems[parse_problems:]
                                               if not self._knock_on(p, sink.doubtful)]
         if sink.problems:
-            raise ConfigError(_dedupe(sink.problems))
+            raise ConfigError(_first_of_each(sink.problems))
         return Resolved(draft._values, draft._provenance, self.table, sink.warnings,
                         [record.name for record in order])
 
     def _knock_on(self, problem: Problem, doubtful: set[str]) -> bool:
         """Whether a plugin's problem involves a setting an earlier problem left in doubt."""
-        for flag in problem.flags:
-            spec = self.table.lookup(flag) or self.table.by_env.get(flag)
-            if spec is not None and spec.dest in doubtful:
-                return True
-        return False
+        specs = (self.table.lookup(flag) or self.table.by_env.get(flag) for flag in problem.flags)
+        return any(spec is not None and spec.dest in doubtful for spec in specs)
 
     def _run(self, step: RuleStep, record: PluginRecord, phase: str, draft: Draft,
              sink: ProblemSink, snapshot: dict[str, Any] | None) -> None:
@@ -408,18 +359,15 @@ class Kernel:
         except ReadOnlyError as exc:
             sink.error(str(exc), hint="move the change to a derive or normalize hook")
         except Exception as exc:
-            rule = f" rule {step.name}" if step.name else ""
-            sink.error(
-                f"plugin {record.name!r} ({record.where()}) raised {type(exc).__name__} in "
-                f"{phase}{rule}: {exc}",
-                hint=f"this is a bug in the plugin; block it with -p no:{record.name}")
-        if snapshot is not None:
-            changed = sorted(k for k, v in snapshot.items() if draft._values.get(k) != v)
-            if changed:
-                sink.error(f"plugin {record.name!r} changed {', '.join(changed)} in validate",
-                           flags=changed, hint="validate must only report problems")
-                for key in changed:
-                    draft._values[key] = copy.deepcopy(snapshot[key])
+            sink.error(f"plugin {record.name!r} ({record.where()}) raised {type(exc).__name__} "
+                       f"in {phase}{f' rule {step.name}' if step.name else ''}: {exc}",
+                       hint=f"this is a bug in the plugin; block it with -p no:{record.name}")
+        changed = sorted(k for k, v in (snapshot or {}).items() if draft._values.get(k) != v)
+        if changed:
+            sink.error(f"plugin {record.name!r} changed {', '.join(changed)} in validate",
+                       flags=changed, hint="validate must only report problems")
+            for key in changed:
+                draft._values[key] = copy.deepcopy(snapshot[key])  # type: ignore[index]
 
 
 def _hook_step(impl: Any) -> list[RuleStep]:
@@ -431,24 +379,22 @@ def _hook_step(impl: Any) -> list[RuleStep]:
 
 
 def _give(values: dict[str, Any], provenance: dict[str, Provenance], setting: FlagSpec | str,
-          value: Any, sink: ProblemSink, detail: str, *, source: str = "config-file",
+          value: Any, sink: ProblemSink, detail: str, source: str = "config-file",
           plugin: str | None = None) -> None:
-    """Set a value some source gave, with its provenance; a :class:`Problem` is reported."""
+    """Set a value some source gave, with its provenance; a :class:`Problem` is reported,
+    and leaves its setting in doubt (its knock-ons are not reported)."""
     dest = setting if isinstance(setting, str) else setting.dest
     if isinstance(value, Problem):
         sink.add(value)
-        sink.doubtful.add(dest)  # its knock-ons are not reported
+        sink.doubtful.add(dest)
         return
-    owner = plugin if isinstance(setting, str) else setting.plugin
     values[dest] = value
-    provenance[dest] = Provenance(source, detail, owner, previous=provenance.get(dest),
-                                  value=value)
+    provenance[dest] = Provenance(source, detail, plugin if isinstance(setting, str)
+                                  else setting.plugin, previous=provenance.get(dest), value=value)
 
 
 def _fresh(value: Any) -> Any:
-    if isinstance(value, (list, dict, set)):
-        return copy.copy(value)
-    return value
+    return copy.copy(value) if isinstance(value, (list, dict, set)) else value
 
 
 def _mutable_snapshot(values: dict[str, Any]) -> dict[str, Any]:
@@ -465,31 +411,22 @@ _SUBJECTS = {
 }
 
 
-def _a(word: str) -> str:
-    """``word`` with its indefinite article: 'an int', 'a float'."""
-    return ("an " if word[:1].lower() in "aeiou" else "a ") + word
-
-
 def _conversion_problem(spec: FlagSpec, raw: Any, reason: str, source: str,
                         detail: str) -> Problem:
     name = detail if source == "environment" else spec.primary
     subject = _SUBJECTS.get(source, "{primary} from {source} {detail}").format(
         primary=spec.primary, dest=spec.dest, detail=detail, source=source, raw=raw)
-    if spec.choices is not None:
-        hint = "choose from " + ", ".join(choice_name(c) for c in spec.choices)
-    elif spec.action in ("store_true", "store_false", "boolean_optional"):
-        hint = f"give {name} true or false"
-    else:
-        hint = f"give {name} {_a(spec.type_name or 'text')} value"
+    kind = spec.type_name or "text"
+    hint = ("choose from " + ", ".join(map(choice_name, spec.choices))
+            if spec.choices is not None else f"give {name} true or false"
+            if spec.action in ("store_true", "store_false", "boolean_optional")
+            else f"give {name} {'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind} value")
     return Problem(f"{subject}: {reason}", (name,), hint, spec.plugin)
 
 
-def _dedupe(problems: Iterable[Problem]) -> list[Problem]:
-    seen: set[tuple[Any, ...]] = set()
-    unique = []
+def _first_of_each(problems: Iterable[Problem]) -> list[Problem]:
+    """The problems without repeats (the same plugin saying the same thing)."""
+    unique: dict[tuple[Any, ...], Problem] = {}
     for problem in problems:
-        key = (problem.plugin, problem.message)
-        if key not in seen:
-            seen.add(key)
-            unique.append(problem)
-    return unique
+        unique.setdefault((problem.plugin, problem.message), problem)
+    return list(unique.values())
