@@ -25,27 +25,16 @@ class Problem(FrozenRecord):
 
     def __init__(self, message: str, flags: Sequence[str] = (), hint: str | None = None,
                  plugin: str | None = None, rule: str | None = None) -> None:
-        object.__setattr__(self, "message", message)
-        object.__setattr__(self, "flags", tuple(flags))
-        object.__setattr__(self, "hint", hint)
-        object.__setattr__(self, "plugin", plugin)
-        object.__setattr__(self, "rule", rule)
+        flags = tuple(flags)
+        self._fill(locals())
 
     def __str__(self) -> str:
-        prefix = f"[{self.plugin}] " if self.plugin else ""
-        text = prefix + self.message
-        if self.hint:
-            text += f" (hint: {self.hint})"
-        return text
+        return ((f"[{self.plugin}] " if self.plugin else "") + self.message
+                + (f" (hint: {self.hint})" if self.hint else ""))
 
     def to_dict(self) -> dict[str, object]:
-        return {
-            "plugin": self.plugin,
-            "rule": self.rule,
-            "message": self.message,
-            "flags": list(self.flags),
-            "hint": self.hint,
-        }
+        return {"plugin": self.plugin, "rule": self.rule, "message": self.message,
+                "flags": list(self.flags), "hint": self.hint}
 
 
 class ConfigError(Exception):
@@ -56,15 +45,9 @@ class ConfigError(Exception):
 
     def __init__(self, problems: Iterable[Problem]) -> None:
         self.problems: tuple[Problem, ...] = tuple(problems)
-        super().__init__(self._render())
-
-    def _render(self) -> str:
         count = len(self.problems)
-        head = f"{count} problem{'s' if count != 1 else ''} in the configuration:"
-        return "\n".join([head, *(f"  - {p}" for p in self.problems)])
-
-    def __str__(self) -> str:
-        return self._render()
+        super().__init__("\n".join([f"{count} problem{'s' if count != 1 else ''} in the "
+                                    "configuration:", *(f"  - {p}" for p in self.problems)]))
 
 
 class PluginError(Exception):
@@ -92,9 +75,8 @@ class ProblemSink(MutableRecord):
         self.current_rule: str | None = None
         self.doubtful: set[str] = set()
 
-    def error(
-        self, message: str, *, flags: Sequence[str] = (), hint: str | None = None
-    ) -> None:
+    def error(self, message: str, *, flags: Sequence[str] = (),
+              hint: str | None = None) -> None:
         self.add(Problem(message, flags, hint))
 
     def warn(self, message: str, *, flags: Sequence[str] = (), hint: str | None = None,
@@ -105,7 +87,5 @@ class ProblemSink(MutableRecord):
         self.problems.append(self._stamped(problem))
 
     def _stamped(self, problem: Problem) -> Problem:
-        if problem.plugin is not None:
-            return problem
-        return Problem(problem.message, problem.flags, problem.hint, self.current_plugin,
-                       self.current_rule)
+        return problem if problem.plugin is not None else Problem(
+            problem.message, problem.flags, problem.hint, self.current_plugin, self.current_rule)
