@@ -1,8 +1,9 @@
 """megaplug: a plugin-based argument framework for large-model training.
 
-A plugin author needs ``hookimpl``, ``PluginInfo`` / ``Requirement``, the ``Flag`` /
-``FromEnv`` / ``Computed`` markers and ``Problem``. An entry point needs ``resolve``
-(or ``megaplug.megatron`` for a Megatron-compatible namespace) and ``ConfigError``.
+A plugin author needs ``hookimpl``, ``PluginInfo`` / ``Requirement`` / ``Rules``, the
+``Flag`` / ``FromEnv`` / ``Computed`` markers and ``Problem``. An entry point needs ``resolve``
+(or ``megaplug.megatron`` for a Megatron-compatible namespace) and ``ConfigError``;
+``load`` gives the ``Kernel`` of a plugin selection, to resolve many times.
 
 Names are imported on first use, so ``import megaplug`` itself costs almost nothing;
 every training rank pays only for what it touches.
@@ -12,9 +13,9 @@ from __future__ import annotations
 
 import importlib
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+from ._version import __version__
 
-__version__ = "0.1.0"
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 
 _EXPORTS = {
     "Computed": "._options",
@@ -23,6 +24,7 @@ _EXPORTS = {
     "Flag": "._options",
     "FlagDeclarations": "._registry",
     "FromEnv": "._options",
+    "Kernel": "._kernel",
     "PatternError": "._patterns",
     "PluginError": "._errors",
     "PluginInfo": "._plugins",
@@ -30,6 +32,7 @@ _EXPORTS = {
     "Provenance": "._config",
     "Requirement": "._plugins",
     "Resolved": "._config",
+    "Rules": "._rules",
     "TargetEnvironment": "._target",
     "TorchDType": "._values",
     "enum_by_name": "._options",
@@ -43,8 +46,9 @@ _EXPORTS = {
 # Spelled out (sorted, as before) rather than computed from _EXPORTS, so that linters and
 # type checkers see the re-exports; tests/kernel/test_exports.py keeps the two in step.
 __all__ = [
-    "Computed", "ConfigError", "Draft", "Flag", "FlagDeclarations", "FromEnv", "PatternError",
-    "PluginError", "PluginInfo", "Problem", "Provenance", "Requirement", "Resolved",
+    "Computed", "ConfigError", "Draft", "Flag", "FlagDeclarations", "FromEnv", "Kernel",
+    "PatternError",
+    "PluginError", "PluginInfo", "Problem", "Provenance", "Requirement", "Resolved", "Rules",
     "TargetEnvironment", "TorchDType", "__version__", "enum_by_name", "hookimpl", "load",
     "options", "parse_pattern", "resolve",
 ]
@@ -67,9 +71,11 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from ._api import load, resolve
     from ._config import Draft, Provenance, Resolved
     from ._errors import ConfigError, PluginError, Problem
+    from ._kernel import Kernel
     from ._options import Computed, Flag, FromEnv, enum_by_name, options
     from ._patterns import PatternError, parse_pattern
     from ._plugins import PluginInfo, Requirement
+    from ._rules import Rules
     from ._registry import FlagDeclarations
     from ._target import TargetEnvironment
     from ._values import TorchDType

@@ -32,13 +32,9 @@ def collection_paused() -> Iterator[None]:
             gc.enable()
 
 
-def load(
-    argv: Sequence[str] = (),
-    *,
-    environ: Mapping[str, str] | None = None,
-    plugins: Sequence[object] = (),
-    builtins: Sequence[object] | None = None,
-) -> tuple[Kernel, list[str]]:
+def load(argv: Sequence[str] = (), *, environ: Mapping[str, str] | None = None,
+         plugins: Sequence[object] = (), builtins: Sequence[object] | None = None,
+         ) -> tuple[Kernel, list[str]]:
     """The kernel for the plugins this command line and environment select.
 
     Consumes ``-p NAME`` / ``-p no:NAME`` / ``--no-autoload`` from ``argv`` and returns
@@ -48,34 +44,19 @@ def load(
     """
     selection = PluginSelection.from_environment(environ)
     rest = selection.take_from_argv(argv)
-    key = (
-        tuple(selection.load),
-        tuple(sorted(selection.block)),
-        selection.autoload,
-        tuple(id(p) for p in plugins),
-        None if builtins is None else tuple(id(b) for b in builtins),
-    )
-    kernel = _KERNELS.get(key)
-    if kernel is None:
-        kwargs: dict[str, Any] = {"extra": plugins}
-        if builtins is not None:
-            kwargs["builtins"] = builtins
+    key = (tuple(selection.load), tuple(sorted(selection.block)), selection.autoload,
+           tuple(map(id, plugins)), None if builtins is None else tuple(map(id, builtins)))
+    if key not in _KERNELS:
+        chosen = {} if builtins is None else {"builtins": builtins}
         with collection_paused():
-            kernel = Kernel(PluginSet(selection, **kwargs))
-        _KERNELS[key] = kernel
-    return kernel, rest
+            _KERNELS[key] = Kernel(PluginSet(selection, extra=plugins, **chosen))
+    return _KERNELS[key], rest
 
 
-def resolve(
-    argv: Sequence[str] | None = None,
-    *,
-    config_files: Sequence[str] = (),
-    defaults: Mapping[str, Any] | None = None,
-    environ: Mapping[str, str] | None = None,
-    target: TargetEnvironment | None = None,
-    plugins: Sequence[object] = (),
-    ignore_unknown: bool = False,
-) -> Resolved:
+def resolve(argv: Sequence[str] | None = None, *, config_files: Sequence[str] = (),
+            defaults: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None,
+            target: TargetEnvironment | None = None, plugins: Sequence[object] = (),
+            ignore_unknown: bool = False) -> Resolved:
     """Resolve a command line into a read-only configuration, or raise ``ConfigError``.
 
     ``argv`` defaults to ``sys.argv[1:]``; it may contain ``--config FILE`` (repeatable)
@@ -89,13 +70,7 @@ def resolve(
     tokens = list(sys.argv[1:] if argv is None else argv)
     kernel, rest = load(tokens, environ=environ, plugins=plugins)
     files, rest = take_config_files(rest)
-    if rest and rest[0] == "--":
-        rest = rest[1:]
-    return kernel.resolve(
-        rest,
-        config_files=[*config_files, *files],
-        defaults=defaults,
-        environ=os.environ if environ is None else environ,
-        target=target,
-        ignore_unknown=ignore_unknown,
-    )
+    return kernel.resolve(rest[1:] if rest[:1] == ["--"] else rest,
+                          config_files=[*config_files, *files], defaults=defaults,
+                          environ=os.environ if environ is None else environ, target=target,
+                          ignore_unknown=ignore_unknown)

@@ -405,11 +405,10 @@ def _list_fingerprint(options: argparse.Namespace) -> str | None:
 def _cmd_version(options: argparse.Namespace) -> int:
     import platform
 
-    from . import __file__ as package_file
-    from . import __version__
+    from ._version import __version__
 
     print(f"megaplug {__version__} (Python {platform.python_version()}, "
-          f"{os.path.dirname(package_file)})")
+          f"{os.path.dirname(__file__)})")
     rows = sorted(_listing(options)["rows"], key=lambda r: r["name"])
     width = max((len(r["name"]) for r in rows), default=0)
     origin_width = max((len(r["distribution"] or r["source"]) for r in rows), default=0)
@@ -592,7 +591,7 @@ def _cmd_resolve(options: argparse.Namespace, args: list[str]) -> int:
     elif options.given:
         from ._config import Resolved
 
-        given = Resolved({}, provenance, None, [], []).given()  # type: ignore[arg-type]
+        given = Resolved({}, provenance, None, [], []).given_values()  # type: ignore[arg-type]
         # the facade's private markers (_is_global_batch_size_...) are not settings
         values = {k: encode(v) for k, v in given.items()
                   if k not in ("rank", "world_size") and not k.startswith("_")}

@@ -43,7 +43,7 @@ class _CompletionData:
     """What the ARGS completers need: flags with help, choices, plugin names."""
 
     def __init__(self, kernel: Any) -> None:
-        from ._kernel import _choice_name
+        from ._options import choice_name
 
         self.flags: dict[str, str] = {}
         self.choices: dict[str, list[str]] = {}
@@ -53,7 +53,7 @@ class _CompletionData:
             for option in spec.option_strings:
                 self.flags[option] = _one_line(spec.help)
                 if spec.choices is not None:
-                    self.choices[option] = [_choice_name(c) for c in spec.choices]
+                    self.choices[option] = [choice_name(c) for c in spec.choices]
         self.flags.update({"--config": "YAML or JSON file of settings",
                            "-p": "load plugin NAME, or block it with no:NAME",
                            "--no-autoload": "do not load plugins from entry points"})

@@ -35,10 +35,7 @@ class EntryPointInfo(FrozenRecord):
 
     def __init__(self, name: str, value: str, distribution: str | None,
                  version: str | None) -> None:
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "value", value)
-        object.__setattr__(self, "distribution", distribution)
-        object.__setattr__(self, "version", version)
+        self._fill(locals())
 
     def to_dict(self) -> dict[str, str | None]:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -58,14 +55,19 @@ def _fingerprint(everything: bool = False) -> str:
     installed metadata (but may hold an importable module)."""
     skip = set() if everything else {"", os.getcwd(), sys.path[0] if sys.path else ""}
     parts = [sys.version, str(_CACHE_VERSION)]
-    for entry in sys.path:
-        if entry in skip:
-            continue
-        try:
-            stat = os.stat(entry)
-        except OSError:
-            continue
-        parts.append(f"{entry}:{stat.st_mtime_ns}")
+    parts += [f"{entry}:{_mtime(entry)}" for entry in sys.path
+              if entry not in skip and _mtime(entry) is not None]
+    return _crc(parts)
+
+
+def _mtime(path: str) -> int | None:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+
+
+def _crc(parts: list[str]) -> str:
     return f"{zlib.crc32(chr(10).join(parts).encode()):08x}"
 
 
@@ -84,13 +86,9 @@ def scan() -> list[EntryPointInfo]:
     """Read the entry points from installed distribution metadata (slow path)."""
     from importlib import metadata
 
-    found = []
-    for entry_point in metadata.entry_points(group=GROUP):
-        dist = getattr(entry_point, "dist", None)
-        found.append(EntryPointInfo(
-            entry_point.name, entry_point.value,
-            dist.metadata["Name"] if dist is not None else None,
-            dist.version if dist is not None else None))
+    found = [EntryPointInfo(ep.name, ep.value, *((ep.dist.metadata["Name"], ep.dist.version)
+                                                 if getattr(ep, "dist", None) else (None, None)))
+             for ep in metadata.entry_points(group=GROUP)]
     return sorted(found, key=lambda ep: ep.name)
 
 
@@ -127,16 +125,14 @@ def _source_parts(module_name: str) -> list[str] | None:
     if spec is None or not spec.origin or not os.path.isfile(spec.origin):
         return None
     if not spec.submodule_search_locations:
-        return [f"{spec.origin}:{os.stat(spec.origin).st_mtime_ns}"]
+        return [f"{spec.origin}:{_mtime(spec.origin)}"]
     parts = []
     for root in spec.submodule_search_locations:
         for directory, subdirectories, files in os.walk(root):
-            subdirectories[:] = sorted(d for d in subdirectories
-                                       if d not in ("__pycache__", "tests"))
-            for name in sorted(files):
-                if name.endswith(".py"):
-                    path = os.path.join(directory, name)
-                    parts.append(f"{path}:{os.stat(path).st_mtime_ns}")
+            subdirectories[:] = sorted(set(subdirectories) - {"__pycache__", "tests"})
+            paths = (os.path.join(directory, name) for name in sorted(files)
+                     if name.endswith(".py"))
+            parts += [f"{path}:{_mtime(path)}" for path in paths]
     return parts
 
 
@@ -149,7 +145,7 @@ def code_fingerprint(module_names: list[str], extra: list[str]) -> str | None:
         if found is None:
             return None
         parts += found
-    return f"{zlib.crc32(chr(10).join(parts).encode()):08x}"
+    return _crc(parts)
 
 
 def cached(kind: str, fingerprint: str | None, compute: Callable[[], Any]) -> Any:

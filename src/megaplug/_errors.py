@@ -8,58 +8,33 @@ from ._record import FrozenRecord, MutableRecord
 
 
 class Problem(FrozenRecord):
-    """One thing wrong with a configuration.
+    """One thing wrong with a configuration (or, among ``Resolved.warnings``, suspicious).
 
     ``flags`` names the flags involved (option strings such as ``--num-experts`` or
     dests such as ``num_experts``; the kernel shows dests as their primary spelling).
-    ``plugin`` is filled in by the kernel with the plugin that reported it.
+    ``plugin`` and ``rule`` are filled in by the kernel with the plugin, and the declared
+    rule of it, that reported the problem.
     """
 
-    __slots__ = ("message", "flags", "hint", "plugin")
+    __slots__ = ("message", "flags", "hint", "plugin", "rule")
     message: str
     flags: tuple[str, ...]
     hint: str | None
     plugin: str | None
+    rule: str | None
 
     def __init__(self, message: str, flags: Sequence[str] = (), hint: str | None = None,
-                 plugin: str | None = None) -> None:
-        object.__setattr__(self, "message", message)
-        object.__setattr__(self, "flags", tuple(flags))
-        object.__setattr__(self, "hint", hint)
-        object.__setattr__(self, "plugin", plugin)
+                 plugin: str | None = None, rule: str | None = None) -> None:
+        flags = tuple(flags)
+        self._fill(locals())
 
     def __str__(self) -> str:
-        prefix = f"[{self.plugin}] " if self.plugin else ""
-        text = prefix + self.message
-        if self.hint:
-            text += f" (hint: {self.hint})"
-        return text
+        return ((f"[{self.plugin}] " if self.plugin else "") + self.message
+                + (f" (hint: {self.hint})" if self.hint else ""))
 
     def to_dict(self) -> dict[str, object]:
-        return {
-            "plugin": self.plugin,
-            "message": self.message,
-            "flags": list(self.flags),
-            "hint": self.hint,
-        }
-
-
-class Warning_(FrozenRecord):
-    """A non-fatal note raised while resolving (a deprecated spelling, an override)."""
-
-    __slots__ = ("message", "flags", "plugin")
-    message: str
-    flags: tuple[str, ...]
-    plugin: str | None
-
-    def __init__(self, message: str, flags: Sequence[str] = (), plugin: str | None = None) -> None:
-        object.__setattr__(self, "message", message)
-        object.__setattr__(self, "flags", tuple(flags))
-        object.__setattr__(self, "plugin", plugin)
-
-    def __str__(self) -> str:
-        prefix = f"[{self.plugin}] " if self.plugin else ""
-        return prefix + self.message
+        return {"plugin": self.plugin, "rule": self.rule, "message": self.message,
+                "flags": list(self.flags), "hint": self.hint}
 
 
 class ConfigError(Exception):
@@ -70,15 +45,9 @@ class ConfigError(Exception):
 
     def __init__(self, problems: Iterable[Problem]) -> None:
         self.problems: tuple[Problem, ...] = tuple(problems)
-        super().__init__(self._render())
-
-    def _render(self) -> str:
         count = len(self.problems)
-        head = f"{count} problem{'s' if count != 1 else ''} in the configuration:"
-        return "\n".join([head, *(f"  - {p}" for p in self.problems)])
-
-    def __str__(self) -> str:
-        return self._render()
+        super().__init__("\n".join([f"{count} problem{'s' if count != 1 else ''} in the "
+                                    "configuration:", *(f"  - {p}" for p in self.problems)]))
 
 
 class PluginError(Exception):
@@ -86,7 +55,8 @@ class PluginError(Exception):
 
 
 class ProblemSink(MutableRecord):
-    """Collects problems and warnings, stamping each with the plugin currently speaking.
+    """Collects problems and warnings, stamping each with the plugin (and the rule of it)
+    currently speaking.
 
     ``doubtful`` holds the settings a parse problem left in doubt (a value that could not
     be read, a misspelt flag's intended setting, everything an unreadable config file might
@@ -94,25 +64,28 @@ class ProblemSink(MutableRecord):
     mistake, and the kernel does not report it.
     """
 
-    __slots__ = ("problems", "warnings", "current_plugin", "doubtful")
+    __slots__ = ("problems", "warnings", "current_plugin", "current_rule", "doubtful")
 
     def __init__(self, problems: list[Problem] | None = None,
-                 warnings: list[Warning_] | None = None,
+                 warnings: list[Problem] | None = None,
                  current_plugin: str | None = None) -> None:
         self.problems: list[Problem] = [] if problems is None else problems
-        self.warnings: list[Warning_] = [] if warnings is None else warnings
+        self.warnings: list[Problem] = [] if warnings is None else warnings
         self.current_plugin = current_plugin
+        self.current_rule: str | None = None
         self.doubtful: set[str] = set()
 
-    def error(
-        self, message: str, *, flags: Sequence[str] = (), hint: str | None = None
-    ) -> None:
-        self.problems.append(Problem(message, flags, hint, self.current_plugin))
+    def error(self, message: str, *, flags: Sequence[str] = (),
+              hint: str | None = None) -> None:
+        self.add(Problem(message, flags, hint))
 
-    def warn(self, message: str, *, flags: Sequence[str] = ()) -> None:
-        self.warnings.append(Warning_(message, flags, self.current_plugin))
+    def warn(self, message: str, *, flags: Sequence[str] = (), hint: str | None = None,
+             plugin: str | None = None) -> None:
+        self.warnings.append(self._stamped(Problem(message, flags, hint, plugin)))
 
     def add(self, problem: Problem) -> None:
-        if problem.plugin is None:
-            problem = Problem(problem.message, problem.flags, problem.hint, self.current_plugin)
-        self.problems.append(problem)
+        self.problems.append(self._stamped(problem))
+
+    def _stamped(self, problem: Problem) -> Problem:
+        return problem if problem.plugin is not None else Problem(
+            problem.message, problem.flags, problem.hint, self.current_plugin, self.current_rule)

@@ -1,4 +1,4 @@
-"""The resolve pipeline: declare, parse, fill, normalize, derive, validate."""
+"""The resolve pipeline: declare, parse (fill values from every source), then run the phases."""
 
 from __future__ import annotations
 
@@ -9,29 +9,14 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ._config import Draft, Provenance, ReadOnlyError, Resolved
 from ._errors import ConfigError, PluginError, Problem, ProblemSink
-from ._options import FlagSpec
-from ._plugins import ACTIVE, PluginRecord, PluginSet
+from ._options import FlagSpec, choice_name
+from ._plugins import ACTIVE, BLOCKED, BROKEN, UNAVAILABLE, PluginRecord, PluginSet
 from ._registry import FlagDeclarations, FlagTable
+from ._rules import RuleStep
 from ._sources import ConfigFileError, load_config_file
 from ._target import TargetEnvironment
 from ._tokens import NEGATIVE_NUMBER, Occurrence, split
-
-PHASES = ("normalize", "derive", "validate")
-
-
-class _HelpParser(argparse.ArgumentParser):
-    """The parser ``--help`` prints; resolving never goes through argparse."""
-
-
-_ACTIONS: dict[str, Any] = {
-    "store": "store",
-    "store_true": "store_true",
-    "store_false": "store_false",
-    "store_const": "store_const",
-    "boolean_optional": argparse.BooleanOptionalAction,
-    "append": "append",
-    "count": "count",
-}
+from .hookspecs import HOOKS, PHASES
 
 
 class Kernel:
@@ -43,78 +28,82 @@ class Kernel:
 
     def __init__(self, plugins: PluginSet, *,
                  extra_args_provider: Callable[[Any], Any] | None = None) -> None:
+        started = time.perf_counter()
         self.plugins = plugins
         self.table = FlagTable()
-        self.setup_problems: list[Problem] = []
+        self.setup_problems: list[Problem] = [Problem(
+            f"plugin {r.name!r} ({r.where()}) is broken: {r.reason}", plugin=r.name,
+            hint=f"fix or uninstall it, or block it with -p no:{r.name}")
+            for r in plugins.records.values() if r.status == BROKEN]
+        #: Option strings of inactive plugins, to name them when one is used.
         self.inactive_flags: dict[str, PluginRecord] = {}
         #: The flag specs an inactive plugin would declare, by plugin (``megaplug flags``).
         self.inactive_specs: dict[str, list[FlagSpec]] = {}
-        self._parser: _HelpParser | None = None
-        self._snapshot: dict[str, Any] = {}
+        self._parser: argparse.ArgumentParser | None = None
         #: Seconds spent per stage: "add_args" once, then per resolve "parse",
         #: "normalize", "derive", "validate" (overwritten by each resolve).
         self.timings: dict[str, float] = {}
-        started = time.perf_counter()
-        for record in plugins.records.values():
-            if record.status == "broken":
-                self.setup_problems.append(Problem(
-                    f"plugin {record.name!r} ({record.where()}) is broken: {record.reason}",
-                    hint=f"fix or uninstall it, or block it with -p no:{record.name}",
-                    plugin=record.name,
-                ))
-        self._impls = self._collect_implementations()
+        self._steps, self._superseded = self._collect_steps()
         # Built-ins declare first, so a plugin claiming a built-in's flag is the one broken.
         for record in sorted(plugins.active(), key=lambda r: r.source != "builtin"):
-            self._declare(record, self.table)
-        self._learn_inactive_flags()
+            self._declare(record)
+        for record in plugins.records.values():
+            if record.status != ACTIVE and record.module is not None:
+                self._learn_flags_of(record, record.module)
         self.timings["add_args"] = time.perf_counter() - started
         if extra_args_provider is not None:
-            declarations = FlagDeclarations(self.table, "extra")
             try:
-                extra_args_provider(declarations)
+                extra_args_provider(FlagDeclarations(self.table, "extra"))
             except PluginError as exc:
                 self.setup_problems.append(Problem(str(exc), plugin="extra"))
 
     # -- set-up ----------------------------------------------------------------------
 
-    def _collect_implementations(self) -> dict[str, dict[str, Any]]:
-        impls: dict[str, dict[str, Any]] = {}
-        for hook in ("add_args", *PHASES):
-            caller = getattr(self.plugins.manager.hook, hook)
-            impls[hook] = {impl.plugin_name: impl for impl in caller.get_hookimpls()}
-        return impls
+    def _collect_steps(self) -> tuple[dict[str, dict[str, list[RuleStep]]],
+                                      dict[str, list[Callable[[Any], bool]]]]:
+        """Each active plugin's work per hook (its hook implementation, then its rules), and
+        for each superseded rule (``"plugin.rule"``) the conditions that take it over."""
+        hooks = {hook: {impl.plugin_name: impl for impl in
+                        getattr(self.plugins.manager.hook, hook).get_hookimpls()}
+                 for hook in HOOKS}
+        steps: dict[str, dict[str, list[RuleStep]]] = {}
+        superseded: dict[str, list[Callable[[Any], bool]]] = {}
+        for record in self.plugins.active():
+            rules = record.info.rules if record.info else None
+            steps[record.name] = {hook: [*_hook_step(hooks[hook].get(record.name)),
+                                         *(rules.steps.get(hook, ()) if rules else ())]
+                                  for hook in HOOKS}
+            for rule, when in rules.superseded if rules else ():
+                superseded.setdefault(rule, []).append(when)
+        return steps, superseded
 
-    def _declare(self, record: PluginRecord, table: FlagTable) -> None:
-        impl = self._impls["add_args"].get(record.name)
-        if impl is None:
-            return
+    def _declare(self, record: PluginRecord) -> None:
         try:
-            _invoke(impl, FlagDeclarations(table, record.name))
+            for step in self._steps[record.name]["add_args"]:
+                step.function(FlagDeclarations(self.table, record.name))
         except PluginError as exc:
-            record.status, record.reason = "broken", str(exc)
+            record.status, record.reason = BROKEN, str(exc)
             self.setup_problems.append(Problem(str(exc), plugin=record.name,
                                                hint="block one of them with -p no:NAME"))
         except Exception as exc:
-            record.status = "broken"
+            record.status = BROKEN
             record.reason = f"add_args raised {type(exc).__name__}: {exc}"
             self.setup_problems.append(Problem(
                 f"plugin {record.name!r} ({record.where()}) raised {type(exc).__name__} in "
                 f"add_args: {exc}", plugin=record.name,
                 hint=f"this is a bug in the plugin; block it with -p no:{record.name}"))
 
-    def _learn_inactive_flags(self) -> None:
-        """Record the spellings of unavailable plugins so using them gets a clear message."""
-        for record in self.plugins.records.values():
-            if record.status != ACTIVE and record.module is not None:
-                self._learn_flags_of(record, record.module)
-
     def _learn_flags_of(self, record: PluginRecord, module: Any) -> None:
+        """Learn an inactive plugin's spellings, so that using one gets a clear message.
+
+        A blocked plugin is imported for this only on the error path (``_unknown_setting``).
+        """
         function = getattr(module, "add_args", None)
-        if function is None or not hasattr(function, "megaplug_impl"):
+        if not hasattr(function, "megaplug_impl"):
             return
         shadow = FlagTable()
         try:
-            function(FlagDeclarations(shadow, record.name))
+            function(FlagDeclarations(shadow, record.name))  # type: ignore[misc]
         except Exception:
             return
         self.inactive_specs.setdefault(record.name, list(shadow))
@@ -122,117 +111,90 @@ class Kernel:
             if option not in self.table.by_option:
                 self.inactive_flags.setdefault(option, record)
 
-    def _learn_blocked_flags(self) -> None:
-        """Import blocked plugins only to name them when one of their flags is used.
-
-        Blocking keeps a plugin's code out of a normal resolve; this runs on the error
-        path alone, and a blocked plugin that fails even to import is simply skipped.
-        """
-        for record in self.plugins.records.values():
-            if record.status != "blocked" or record.loader is None:
-                continue
-            loader, record.loader = record.loader, None
-            try:
-                module = loader()
-            except Exception:
-                continue
-            self._learn_flags_of(record, module)
-
     def parser(self) -> argparse.ArgumentParser:
-        """An argparse parser of every flag, grouped by plugin, for ``--help``."""
+        """An argparse parser of every flag, grouped by plugin, for ``--help``; resolving
+        never goes through argparse."""
         if self._parser is None:
-            self._parser = self._build_parser()
+            self._parser = argparse.ArgumentParser(
+                prog="megaplug", allow_abbrev=False, argument_default=argparse.SUPPRESS,
+                description="Arguments resolved by megaplug, grouped by plugin.")
+            groups: dict[str, Any] = {}
+            for spec in (spec for spec in self.table if spec.kind == "flag"):
+                if spec.plugin not in groups:
+                    record = self.plugins.records.get(spec.plugin)
+                    groups[spec.plugin] = self._parser.add_argument_group(
+                        f"plugin {spec.plugin}",
+                        (record.info.description if record and record.info else "") or None)
+                strings, kwargs = spec.argparse_call()
+                groups[spec.plugin].add_argument(*strings,
+                                                 **{**kwargs, "default": argparse.SUPPRESS})
         return self._parser
 
-    def _build_parser(self) -> _HelpParser:
-        parser = _HelpParser(prog="megaplug", allow_abbrev=False,
-                         argument_default=argparse.SUPPRESS,
-                         description="Arguments resolved by megaplug, grouped by plugin.")
-        groups: dict[str, Any] = {}
-        for spec in self.table:
-            if spec.kind != "flag":
-                continue
-            group = groups.get(spec.plugin)
-            if group is None:
-                record = self.plugins.records.get(spec.plugin)
-                description = record.info.description if record and record.info else ""
-                group = groups[spec.plugin] = parser.add_argument_group(
-                    f"plugin {spec.plugin}", description or None)
-            group.add_argument(*_argparse_strings(spec), **self._argparse_kwargs(spec))
-        return parser
+    # -- parsing: every source through one conversion ------------------------------------
 
-    def _argparse_kwargs(self, spec: FlagSpec) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"dest": spec.dest, "default": argparse.SUPPRESS,
-                                  "action": _ACTIONS[spec.action]}
-        kwargs["help"] = argparse.SUPPRESS if spec.hidden else (spec.help or None)
-        if spec.action in ("store", "append"):
-            if spec.nargs is not None:
-                kwargs["nargs"] = spec.nargs
-            metavar = spec.metavar
-            if metavar is None and spec.choices is not None:
-                metavar = "{" + ",".join(_choice_name(c) for c in spec.choices) + "}"
-            if metavar is not None:
-                kwargs["metavar"] = metavar
-        elif spec.action == "store_const":
-            kwargs["const"] = spec.const
-        return kwargs
+    def resolve(self, argv: Sequence[str] = (), *, config_files: Sequence[str] = (),
+                defaults: Mapping[str, Any] | None = None,
+                environ: Mapping[str, str] | None = None,
+                target: TargetEnvironment | None = None, ignore_unknown: bool = False,
+                ) -> Resolved:
+        """Resolve a command line (plus files, environment, caller defaults) or raise
+        ``ConfigError`` with every problem."""
+        return self.finish(*self.parse(argv, config_files=config_files, defaults=defaults,
+                                       environ=environ, target=target,
+                                       ignore_unknown=ignore_unknown))
 
-    # -- resolving -------------------------------------------------------------------
-
-    def resolve(
-        self,
-        argv: Sequence[str] = (),
-        *,
-        config_files: Sequence[str] = (),
-        defaults: Mapping[str, Any] | None = None,
-        environ: Mapping[str, str] | None = None,
-        target: TargetEnvironment | None = None,
-        ignore_unknown: bool = False,
-    ) -> Resolved:
-        """Resolve a command line (plus files, environment, caller defaults) or raise ConfigError."""  # noqa: E501
-        draft, sink = self.parse(argv, config_files=config_files, defaults=defaults,
-                                 environ=environ, target=target, ignore_unknown=ignore_unknown)
-        return self.finish(draft, sink)
-
-    def parse(
-        self,
-        argv: Sequence[str] = (),
-        *,
-        config_files: Sequence[str] = (),
-        defaults: Mapping[str, Any] | None = None,
-        environ: Mapping[str, str] | None = None,
-        target: TargetEnvironment | None = None,
-        ignore_unknown: bool = False,
-    ) -> tuple[Draft, ProblemSink]:
+    def parse(self, argv: Sequence[str] = (), *, config_files: Sequence[str] = (),
+              defaults: Mapping[str, Any] | None = None,
+              environ: Mapping[str, str] | None = None,
+              target: TargetEnvironment | None = None, ignore_unknown: bool = False,
+              ) -> tuple[Draft, ProblemSink]:
         """Fill values from every source, without running the plugin phases."""
         started = time.perf_counter()
         sink = ProblemSink(problems=list(self.setup_problems))
         if target is None:
             target = TargetEnvironment(environ=environ)
         elif environ is not None and target.environ is None:
-            # a copy: the caller's target may be reused with another environment
-            target = copy.copy(target)
-            target.environ = environ
-        values: dict[str, Any] = {}
-        provenance: dict[str, Provenance] = {}
-        for dest, specs in self.table.by_dest.items():
-            spec = specs[0]
-            values[dest] = _fresh(spec.default)
-            provenance[dest] = Provenance("default", plugin=spec.plugin)
+            target = target.with_environ(environ)  # the caller may reuse it elsewhere
+        values = {dest: _fresh(specs[0].default) for dest, specs in self.table.by_dest.items()}
+        provenance = {dest: Provenance("default", plugin=specs[0].plugin)
+                      for dest, specs in self.table.by_dest.items()}
         unread = [path for path in config_files
                   if not self._apply_config_file(path, values, provenance, sink)]
-        self._apply_environment(target, values, provenance, sink)
+        for variable, spec in self.table.by_env.items():
+            if (raw := target.getenv(variable)) is not None:
+                value = self.convert(spec, raw, source="environment", detail=variable)
+                _give(values, provenance, spec, value, sink, variable, "environment")
         self._apply_command_line(argv, values, provenance, sink, ignore_unknown)
-        if unread:
-            # only what the command line and environment set outranks the missing file
+        if unread:  # only what the command line and environment set outranks a lost file
             sink.doubtful.update(dest for dest, record in provenance.items()
                                  if record.source not in ("command-line", "environment"))
         self._check_mutex(provenance, sink)
         if defaults:
             self.apply_caller_defaults(defaults, values, provenance, sink)
-        draft = Draft(values, provenance, self.table, sink, target)
         self.timings["parse"] = time.perf_counter() - started
-        return draft, sink
+        return Draft(values, provenance, self.table, sink, target), sink
+
+    def convert(self, setting: FlagSpec | str, raw: Any, *, source: str = "command-line",
+                detail: str = "") -> Any:
+        """``raw`` in the setting's type, or a :class:`Problem` saying why it is not.
+
+        The one conversion every source goes through: text from the command line or the
+        environment, values from a config file, a caller's defaults or a checkpoint's saved
+        arguments. ``source`` and ``detail`` are a provenance source and its detail (a
+        path, a variable), which the problem names. ``setting`` is a spec, a dest or an
+        option string; a name no plugin declares comes back unchanged.
+        """
+        spec = setting if isinstance(setting, FlagSpec) else self.table.lookup(setting)
+        if spec is None:
+            return raw
+        try:
+            value = spec.convert(raw)
+        except ValueError as exc:
+            return _conversion_problem(spec, raw, str(exc), source, detail)
+        if spec.check_choice(value):
+            return value
+        shown = [choice_name(v) for v in value] if isinstance(value, list) else choice_name(value)
+        return _conversion_problem(spec, raw, f"invalid choice {shown!r}", source, detail)
 
     def _apply_config_file(self, path: str, values: dict[str, Any],
                            provenance: dict[str, Provenance], sink: ProblemSink) -> bool:
@@ -240,63 +202,16 @@ class Kernel:
         try:
             data = load_config_file(path)
         except ConfigFileError as exc:
-            sink.problems.append(Problem(str(exc), ("--config",),
-                                         hint="check the path and the file's syntax"))
+            sink.add(Problem(str(exc), ("--config",), "check the path and the file's syntax"))
             return False
         for key, raw in data.items():
             spec = self.table.lookup(str(key))
             if spec is None or spec.kind == "computed":
-                self._unknown_setting(str(key), f"config file {path}", sink,
-                                      computed=spec is not None)
-                continue
-            try:
-                value = self._config_value(spec, raw)
-            except ValueError as exc:
-                sink.problems.append(Problem(f"{spec.primary} in config file {path}: {exc}",
-                                             (spec.primary,), plugin=spec.plugin))
-                sink.doubtful.add(spec.dest)
-                continue
-            if not spec.check_choice(value):
-                sink.problems.append(_choice_problem(spec, value, f"config file {path}"))
-                sink.doubtful.add(spec.dest)
-                continue
-            values[spec.dest] = value
-            provenance[spec.dest] = Provenance("config-file", path, spec.plugin,
-                                               previous=provenance.get(spec.dest), value=value)
+                self._unknown_setting(str(key), f"config file {path}", sink, spec)
+            else:
+                _give(values, provenance, spec, self.convert(spec, raw, source="config-file",
+                                                             detail=path), sink, path)
         return True
-
-    def _config_value(self, spec: FlagSpec, raw: Any) -> Any:
-        if (spec.action in ("store_true", "store_false", "boolean_optional")
-                and not isinstance(raw, bool)):
-            raise ValueError(f"expected true or false, got {raw!r}")
-        if (spec.action in ("store_true", "store_false")
-                and str(spec.dest) != str(spec.option_strings[0]).lstrip("-").replace("-", "_")):
-            # keyed by dest, a boolean is the value itself (``masked_softmax_fusion: false``)
-            return raw
-        if spec.nargs in ("+", "*") or isinstance(spec.nargs, int):
-            if not isinstance(raw, (list, tuple)):
-                raw = [raw] if not isinstance(raw, str) else raw.split()
-            return spec.convert(list(raw))
-        return spec.convert(raw)
-
-    def _apply_environment(self, target: TargetEnvironment, values: dict[str, Any],
-                           provenance: dict[str, Provenance], sink: ProblemSink) -> None:
-        for variable, spec in self.table.by_env.items():
-            raw = target.getenv(variable)
-            if raw is None:
-                continue
-            try:
-                value = spec.convert(raw)
-            except ValueError as exc:
-                sink.problems.append(Problem(
-                    f"environment variable {variable}={raw!r} is not valid: {exc}",
-                    (variable,), hint=f"set {variable} to a valid {spec.type_name or 'value'}",
-                    plugin=spec.plugin))
-                sink.doubtful.add(spec.dest)
-                continue
-            values[spec.dest] = value
-            provenance[spec.dest] = Provenance("environment", variable, spec.plugin,
-                                               previous=provenance.get(spec.dest), value=value)
 
     def _apply_command_line(self, argv: Sequence[str], values: dict[str, Any],
                             provenance: dict[str, Provenance], sink: ProblemSink,
@@ -311,121 +226,97 @@ class Kernel:
             spec = self.table.by_option.get(spelling)
             if spec is not None:
                 sink.doubtful.add(spec.dest)
-            sink.problems.append(Problem(
-                f"command line: {message}", (spelling,) if spec is not None else (),
-                hint="megaplug flags WORD lists the accepted flags and what they take"))
+            sink.add(Problem(f"command line: {message}", (spelling,) if spec else (),
+                             "megaplug flags WORD lists the accepted flags and what they take"))
         for occurrence in tokens.occurrences:
-            spec = occurrence.spec
-            try:
-                value = self._occurrence_value(occurrence, values)
-            except ValueError as exc:
-                sink.problems.append(Problem(
-                    f"{spec.primary}: {exc}", (spec.primary,), plugin=spec.plugin,
-                    hint=_choices_hint(spec)
-                    or f"give {spec.primary} {_a(spec.type_name or 'text')} value"))
-                sink.doubtful.add(spec.dest)
-                continue
-            if not spec.check_choice(value):
-                sink.problems.append(_choice_problem(spec, value, "command line"))
-                sink.doubtful.add(spec.dest)
-                continue
-            values[spec.dest] = value
-            provenance[spec.dest] = Provenance("command-line", occurrence.spelling, spec.plugin,
-                                               previous=provenance.get(spec.dest), value=value)
-            if spec.deprecated:
-                sink.warnings.append(_warning(f"{occurrence.spelling} is deprecated: "
-                                              f"{spec.deprecated}", occurrence.spelling,
-                                              spec.plugin))
-        if not ignore_unknown:
-            self._report_unknown(tokens.unknown, sink)
+            spec, spelling = occurrence.spec, occurrence.spelling
+            value = self._occurrence_value(occurrence, values)
+            _give(values, provenance, spec, value, sink, spelling, "command-line")
+            if spec.deprecated and not isinstance(value, Problem):
+                sink.warn(f"{spelling} is deprecated: {spec.deprecated}", flags=(spelling,),
+                          plugin=spec.plugin)
+        skip_values = False  # the values after an unknown flag are its own
+        for token in () if ignore_unknown else tokens.unknown:
+            if token.startswith("-") and not NEGATIVE_NUMBER.match(token) and token != "--":
+                skip_values = True
+                self._unknown_setting(token.split("=", 1)[0], "command line", sink)
+            elif not skip_values and token != "--":
+                sink.add(Problem(f"unexpected argument {token!r}",
+                                 hint="values must follow the flag they belong to"))
 
-    @staticmethod
-    def _occurrence_value(occurrence: Occurrence, values: dict[str, Any]) -> Any:
+    def _occurrence_value(self, occurrence: Occurrence, values: dict[str, Any]) -> Any:
         """The value one use of a flag stands for, with argparse's action semantics."""
         spec, raw = occurrence.spec, occurrence.raw
-        action = spec.action
-        if action in ("store_true", "store_false", "store_const"):
+        if spec.action in ("store_true", "store_false", "store_const") or (
+                raw is None and spec.takes_value):  # nargs "?" without a value
             return spec.const
-        if action == "boolean_optional":
+        if spec.action == "boolean_optional":
             return not occurrence.spelling.startswith("--no-")
-        if action == "count":
-            current = values.get(spec.dest)
+        current = values.get(spec.dest)
+        if spec.action == "count":
             return (current if isinstance(current, int) else 0) + 1
-        if raw is None:  # nargs "?" without a value
-            return spec.const
-        converted = _convert(spec, raw)
-        if action == "append":
-            current = values.get(spec.dest)
-            return [*(current if isinstance(current, list) else []), converted]
-        return converted
-
-    def _report_unknown(self, unknown: Sequence[str], sink: ProblemSink) -> None:
-        skip_values = False
-        for token in unknown:
-            if not token.startswith("-") or NEGATIVE_NUMBER.match(token) or token == "--":
-                if not skip_values and token != "--":
-                    sink.problems.append(Problem(f"unexpected argument {token!r}",
-                                                 hint="values must follow the flag they belong to"))
-                continue
-            name = token.split("=", 1)[0]
-            skip_values = True
-            self._unknown_setting(name, "command line", sink)
+        value = self.convert(spec, raw)
+        if spec.action != "append" or isinstance(value, Problem):
+            return value
+        return [*(current if isinstance(current, list) else []), value]
 
     def _unknown_setting(self, name: str, where: str, sink: ProblemSink,
-                         computed: bool = False) -> None:
+                         computed: FlagSpec | None = None) -> None:
+        """Report a setting nobody may set here: computed, of an inactive plugin, or unknown."""
         option = name if name.startswith("-") else "--" + name.replace("_", "-")
+        if computed is not None:
+            return sink.add(Problem(
+                f"{name!r} in {where} is computed by plugin {computed.plugin!r} and cannot be "
+                "set", (name,), "remove it; megaplug derives it from other settings",
+                computed.plugin))
+        if option not in self.inactive_flags:  # blocked plugins are imported only now
+            for record in self.plugins.records.values():
+                if record.status == BLOCKED and record.loader is not None:
+                    self._learn_blocked(record)
         record = self.inactive_flags.get(option)
-        if record is None and not computed:
-            self._learn_blocked_flags()
-            record = self.inactive_flags.get(option)
-        if computed:
-            spec = self.table.lookup(name)
-            sink.problems.append(Problem(
-                f"{name!r} in {where} is computed by plugin {spec.plugin!r} and cannot be set",
-                (name,), hint="remove it; megaplug derives it from other settings",
-                plugin=spec.plugin if spec else None))
-        elif record is not None:
-            if record.status == "unavailable":
-                message = (f"{option} belongs to plugin {record.name!r}, which is unavailable: "
-                           f"{record.reason}")
-                hint = "install the missing package, or drop the flag"
-            else:
-                message = (f"{option} belongs to plugin {record.name!r}, which is "
-                           f"{record.status}: {record.reason}")
-                hint = f"remove -p no:{record.name} / MEGAPLUG_DISABLE, or drop the flag"
-            sink.problems.append(Problem(message, (option,), hint, record.name))
-        else:
-            suggestion = self.table.suggest(option)
-            if suggestion is not None:
-                sink.doubtful.add(self.table.by_option[suggestion].dest)
-            hint = f"did you mean {suggestion}?" if suggestion else "see megaplug flags"
-            sink.problems.append(Problem(f"unrecognized argument {name} in {where}",
-                                         (name,), hint))
+        if record is not None:
+            hint = ("install the missing package, or drop the flag"
+                    if record.status == UNAVAILABLE else
+                    f"remove -p no:{record.name} / MEGAPLUG_DISABLE, or drop the flag")
+            return sink.add(Problem(f"{option} belongs to plugin {record.name!r}, which is "
+                                    f"{record.status}: {record.reason}", (option,), hint,
+                                    record.name))
+        suggestion = self.table.suggest(option)
+        if suggestion is not None:
+            sink.doubtful.add(self.table.by_option[suggestion].dest)
+        sink.add(Problem(f"unrecognized argument {name} in {where}", (name,),
+                         f"did you mean {suggestion}?" if suggestion else "see megaplug flags"))
+
+    def _learn_blocked(self, record: PluginRecord) -> None:
+        loader, record.loader = record.loader, None
+        try:
+            self._learn_flags_of(record, loader())
+        except Exception:  # a blocked plugin that fails even to import is simply skipped
+            pass
 
     def _check_mutex(self, provenance: dict[str, Provenance], sink: ProblemSink) -> None:
         for dests in self.table.mutex_groups:
             given = [d for d in dests if provenance[d].source != "default"]
             if len(given) > 1:
                 spelled = [self.table.spelling(d) for d in given]
-                sink.problems.append(Problem(
-                    f"{' and '.join(spelled)} cannot be used together", tuple(spelled),
-                    hint="keep one of them", plugin=self.table.owner(given[0])))
+                sink.add(Problem(f"{' and '.join(spelled)} cannot be used together",
+                                 tuple(spelled), "keep one of them", self.table.owner(given[0])))
 
     def apply_caller_defaults(self, defaults: Mapping[str, Any], values: dict[str, Any],
                               provenance: dict[str, Provenance], sink: ProblemSink) -> None:
         """Apply a caller's defaults (Megatron's ``args_defaults``) to parsed ``values``:
         they fill settings that are still None; a different given value wins, with a warning."""
-        for key, default in defaults.items():
+        for key, raw in defaults.items():
+            value = self.convert(key, raw, source="caller-default")
             current = values.get(key)
-            if current is not None:
-                if current != default:
-                    sink.warnings.append(_warning(
-                        f"keeping {key}={current!r} over the caller's default {default!r}",
-                        key, self.table.owner(key)))
-                continue
-            values[key] = default
-            provenance[key] = Provenance("caller-default", "", self.table.owner(key),
-                                         previous=provenance.get(key), value=default)
+            if current is None:
+                _give(values, provenance, key, value, sink, "", "caller-default",
+                      self.table.owner(key))
+            elif not isinstance(value, Problem) and current != value:
+                sink.warn(f"keeping {key}={current!r} over the caller's default {value!r}",
+                          flags=(key,), plugin=self.table.owner(key))
+
+    # -- the phases: each plugin's hook and rules, in the declared order ---------------------
 
     def finish(self, draft: Draft, sink: ProblemSink) -> Resolved:
         """Run normalize, derive and validate over a parsed draft; raise if any problem."""
@@ -435,129 +326,107 @@ class Kernel:
             started = time.perf_counter()
             object.__setattr__(draft, "phase", phase)
             object.__setattr__(draft, "_read_only", phase == "validate")
-            if phase == "validate":
-                # one copy of the mutable values; each plugin's validate is compared to it
-                self._snapshot = _mutable_snapshot(draft._values)
+            # validate may only report: each step's mutable values are compared to a copy
+            snapshot = _mutable_snapshot(draft._values) if phase == "validate" else None
             for record in order:
-                impl = self._impls[phase].get(record.name)
-                if impl is None:
-                    continue
-                self._run_hook(impl, record, phase, draft, sink)
+                for step in self._steps[record.name][phase]:
+                    self._run(step, record, phase, draft, sink, snapshot)
             self.timings[phase] = time.perf_counter() - started
-        sink.current_plugin = None
-        if sink.doubtful:
+        sink.current_plugin = sink.current_rule = None
+        if sink.doubtful:  # a problem about a setting a parse problem left in doubt
             sink.problems[parse_problems:] = [p for p in sink.problems[parse_problems:]
                                               if not self._knock_on(p, sink.doubtful)]
         if sink.problems:
-            raise ConfigError(_dedupe(sink.problems))
+            raise ConfigError(_first_of_each(sink.problems))
         return Resolved(draft._values, draft._provenance, self.table, sink.warnings,
                         [record.name for record in order])
 
     def _knock_on(self, problem: Problem, doubtful: set[str]) -> bool:
         """Whether a plugin's problem involves a setting an earlier problem left in doubt."""
-        for flag in problem.flags:
-            spec = self.table.lookup(flag) or self.table.by_env.get(flag)
-            if spec is not None and spec.dest in doubtful:
-                return True
-        return False
+        specs = (self.table.lookup(flag) or self.table.by_env.get(flag) for flag in problem.flags)
+        return any(spec is not None and spec.dest in doubtful for spec in specs)
 
-    def _run_hook(self, impl: Any, record: PluginRecord, phase: str, draft: Draft,
-                  sink: ProblemSink) -> None:
-        sink.current_plugin = record.name
-        snapshot = self._snapshot if phase == "validate" else None
+    def _run(self, step: RuleStep, record: PluginRecord, phase: str, draft: Draft,
+             sink: ProblemSink, snapshot: dict[str, Any] | None) -> None:
+        """Run one hook or rule, blaming the plugin and rule for whatever goes wrong."""
+        sink.current_plugin, sink.current_rule = record.name, step.name
+        superseded = self._superseded.get(f"{record.name}.{step.name}", ())
         try:
-            returned = _invoke(impl, draft)
-            if returned is not None:
-                for problem in returned:
+            if (step.when is None or step.when(draft)) and not any(
+                    when(draft) for when in superseded):
+                for problem in step.function(draft) or ():
                     sink.add(problem)
         except ReadOnlyError as exc:
             sink.error(str(exc), hint="move the change to a derive or normalize hook")
         except Exception as exc:
-            sink.error(
-                f"plugin {record.name!r} ({record.where()}) raised {type(exc).__name__} in "
-                f"{phase}: {exc}",
-                hint=f"this is a bug in the plugin; block it with -p no:{record.name}")
-        if snapshot is not None:
-            changed = sorted(k for k, v in snapshot.items() if draft._values.get(k) != v)
-            if changed:
-                sink.error(f"plugin {record.name!r} changed {', '.join(changed)} in validate",
-                           flags=changed, hint="validate must only report problems")
-                for key in changed:
-                    draft._values[key] = copy.deepcopy(snapshot[key])
+            sink.error(f"plugin {record.name!r} ({record.where()}) raised {type(exc).__name__} "
+                       f"in {phase}{f' rule {step.name}' if step.name else ''}: {exc}",
+                       hint=f"this is a bug in the plugin; block it with -p no:{record.name}")
+        changed = sorted(k for k, v in (snapshot or {}).items() if draft._values.get(k) != v)
+        if changed:
+            sink.error(f"plugin {record.name!r} changed {', '.join(changed)} in validate",
+                       flags=changed, hint="validate must only report problems")
+            for key in changed:
+                draft._values[key] = copy.deepcopy(snapshot[key])  # type: ignore[index]
 
 
-def _convert(spec: FlagSpec, raw: str | list[str]) -> Any:
-    """Apply the flag's type to a raw value (or each of a list), as argparse would."""
-    if spec.type is None:
-        return raw
-    if isinstance(raw, list):
-        return [_convert_text(spec, item) for item in raw]
-    return _convert_text(spec, raw)
+def _hook_step(impl: Any) -> list[RuleStep]:
+    """A plugin's hook implementation as the first step of its hook (``[]`` without one)."""
+    if impl is None:
+        return []
+    function = impl.function
+    return [RuleStep(function if impl.argnames else lambda _: function())]
 
 
-def _convert_text(spec: FlagSpec, text: str) -> Any:
-    try:
-        return spec.type(text)  # type: ignore[misc]
-    except (ValueError, TypeError, argparse.ArgumentTypeError, OverflowError) as exc:
-        detail = f" ({exc})" if str(exc) else ""
-        raise ValueError(f"invalid {spec.type_name} value {text!r}{detail}") from None
-
-
-def _invoke(impl: Any, argument: Any) -> Any:
-    return impl.function(argument) if impl.argnames else impl.function()
-
-
-def _argparse_strings(spec: FlagSpec) -> tuple[str, ...]:
-    if spec.action == "boolean_optional":
-        return (tuple(o for o in spec.option_strings if not o.startswith("--no-"))
-                or spec.option_strings)
-    return spec.option_strings
+def _give(values: dict[str, Any], provenance: dict[str, Provenance], setting: FlagSpec | str,
+          value: Any, sink: ProblemSink, detail: str, source: str = "config-file",
+          plugin: str | None = None) -> None:
+    """Set a value some source gave, with its provenance; a :class:`Problem` is reported,
+    and leaves its setting in doubt (its knock-ons are not reported)."""
+    dest = setting if isinstance(setting, str) else setting.dest
+    if isinstance(value, Problem):
+        sink.add(value)
+        sink.doubtful.add(dest)
+        return
+    values[dest] = value
+    provenance[dest] = Provenance(source, detail, plugin if isinstance(setting, str)
+                                  else setting.plugin, previous=provenance.get(dest), value=value)
 
 
 def _fresh(value: Any) -> Any:
-    if isinstance(value, (list, dict, set)):
-        return copy.copy(value)
-    return value
+    return copy.copy(value) if isinstance(value, (list, dict, set)) else value
 
 
 def _mutable_snapshot(values: dict[str, Any]) -> dict[str, Any]:
     return {k: copy.deepcopy(v) for k, v in values.items() if isinstance(v, (list, dict, set))}
 
 
-def _choice_name(choice: Any) -> str:
-    name = getattr(choice, "name", None)
-    return str(name if name is not None and not isinstance(choice, (int, str)) else choice)
+#: How a conversion problem names where the value came from.
+_SUBJECTS = {
+    "command-line": "{primary}",
+    "config-file": "{primary} in config file {detail}",
+    "environment": "environment variable {detail}={raw!r} is not valid",
+    "caller-default": "{dest} in the caller's defaults",
+    "checkpoint": "{dest} in the checkpoint arguments of {detail}",
+}
 
 
-def _a(word: str) -> str:
-    """``word`` with its indefinite article: 'an int', 'a float'."""
-    return ("an " if word[:1].lower() in "aeiou" else "a ") + word
+def _conversion_problem(spec: FlagSpec, raw: Any, reason: str, source: str,
+                        detail: str) -> Problem:
+    name = detail if source == "environment" else spec.primary
+    subject = _SUBJECTS.get(source, "{primary} from {source} {detail}").format(
+        primary=spec.primary, dest=spec.dest, detail=detail, source=source, raw=raw)
+    kind = spec.type_name or "text"
+    hint = ("choose from " + ", ".join(map(choice_name, spec.choices))
+            if spec.choices is not None else f"give {name} true or false"
+            if spec.action in ("store_true", "store_false", "boolean_optional")
+            else f"give {name} {'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind} value")
+    return Problem(f"{subject}: {reason}", (name,), hint, spec.plugin)
 
 
-def _choices_hint(spec: FlagSpec) -> str | None:
-    if spec.choices is None:
-        return None
-    return "choose from " + ", ".join(_choice_name(c) for c in spec.choices)
-
-
-def _choice_problem(spec: FlagSpec, value: Any, where: str) -> Problem:
-    shown = [_choice_name(v) for v in value] if isinstance(value, list) else _choice_name(value)
-    return Problem(f"{spec.primary}: invalid choice {shown!r} ({where})", (spec.primary,),
-                   _choices_hint(spec), spec.plugin)
-
-
-def _warning(message: str, flag: str, plugin: str | None) -> Any:
-    from ._errors import Warning_
-
-    return Warning_(message, (flag,), plugin)
-
-
-def _dedupe(problems: Iterable[Problem]) -> list[Problem]:
-    seen: set[tuple[Any, ...]] = set()
-    unique = []
+def _first_of_each(problems: Iterable[Problem]) -> list[Problem]:
+    """The problems without repeats (the same plugin saying the same thing)."""
+    unique: dict[tuple[Any, ...], Problem] = {}
     for problem in problems:
-        key = (problem.plugin, problem.message)
-        if key not in seen:
-            seen.add(key)
-            unique.append(problem)
-    return unique
+        unique.setdefault((problem.plugin, problem.message), problem)
+    return list(unique.values())

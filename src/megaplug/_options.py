@@ -15,36 +15,22 @@ import json
 import math
 import types
 import typing
+from argparse import ArgumentTypeError
 from typing import Annotated, Any, Callable, Sequence, get_args, get_origin
 
 from ._record import MutableRecord, Record
 
 MISSING: Any = dataclasses.MISSING
 
-#: Action names a flag may use; argparse classes are mapped onto these.
-ACTIONS = (
-    "store",
-    "store_true",
-    "store_false",
-    "store_const",
-    "boolean_optional",
-    "append",
-    "count",
-)
-
+#: The actions a flag may use, and the argparse classes they stand for.
 _ARGPARSE_ACTION_NAMES = {
-    "store": "_StoreAction",
-    "store_true": "_StoreTrueAction",
-    "store_false": "_StoreFalseAction",
-    "store_const": "_StoreConstAction",
-    "boolean_optional": "BooleanOptionalAction",
-    "append": "_AppendAction",
+    "store": "_StoreAction", "store_true": "_StoreTrueAction",
+    "store_false": "_StoreFalseAction", "store_const": "_StoreConstAction",
+    "boolean_optional": "BooleanOptionalAction", "append": "_AppendAction",
     "count": "_CountAction",
 }
-
-
-def _unset(value: Any) -> bool:
-    return value is None or value is False or value is MISSING or value in ("", ())
+ACTIONS = tuple(_ARGPARSE_ACTION_NAMES)
+_BOOLEAN_ACTIONS = ("store_true", "store_false", "boolean_optional")
 
 
 class _Marker(Record):
@@ -58,8 +44,9 @@ class _Marker(Record):
 
     def __repr__(self) -> str:
         # identity and emptiness, not equality: a default of 0 is shown (0 == False)
-        shown = (f"{name}={getattr(self, name)!r}" for name in self.__slots__
-                 if not _unset(getattr(self, name)))
+        shown = (f"{name}={value!r}" for name in self.__slots__
+                 if (value := getattr(self, name)) is not None and value is not False
+                 and value is not MISSING and value not in ("", ()))
         return f"{type(self).__name__}({', '.join(shown)})"
 
 
@@ -81,35 +68,15 @@ class Flag(_Marker):
     __slots__ = ("option_strings", "help", "action", "type", "choices", "nargs", "const",
                  "metavar", "default", "hidden", "deprecated", "env")
 
-    def __init__(
-        self,
-        *option_strings: str,
-        help: str = "",
-        action: str | None = None,
-        type: Callable[[str], Any] | None = None,
-        choices: Sequence[Any] | None = None,
-        nargs: int | str | None = None,
-        const: Any = None,
-        metavar: str | None = None,
-        default: Any = MISSING,
-        hidden: bool = False,
-        deprecated: str | None = None,
-        env: str | None = None,
-    ) -> None:
+    def __init__(self, *option_strings: str, help: str = "", action: str | None = None,
+                 type: Callable[[str], Any] | None = None, choices: Sequence[Any] | None = None,
+                 nargs: int | str | None = None, const: Any = None, metavar: str | None = None,
+                 default: Any = MISSING, hidden: bool = False, deprecated: str | None = None,
+                 env: str | None = None) -> None:
         if action is not None and action not in ACTIONS:
             raise ValueError(f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")
-        self.option_strings = option_strings
-        self.help = help
-        self.action = action
-        self.type = type
-        self.choices = tuple(choices) if choices is not None else None
-        self.nargs = nargs
-        self.const = const
-        self.metavar = metavar
-        self.default = default
-        self.hidden = hidden
-        self.deprecated = deprecated
-        self.env = env
+        choices = tuple(choices) if choices is not None else None
+        self._fill(locals())
 
 
 class FromEnv(_Marker):
@@ -118,9 +85,7 @@ class FromEnv(_Marker):
     __slots__ = ("variable", "help", "default")
 
     def __init__(self, variable: str, help: str = "", *, default: Any = MISSING) -> None:
-        self.variable = variable
-        self.help = help
-        self.default = default
+        self._fill(locals())
 
 
 class Computed(_Marker):
@@ -129,8 +94,7 @@ class Computed(_Marker):
     __slots__ = ("help", "default")
 
     def __init__(self, help: str = "", *, default: Any = MISSING) -> None:
-        self.help = help
-        self.default = default
+        self._fill(locals())
 
 
 _MARKER_TYPES = (Flag, FromEnv, Computed)
@@ -147,47 +111,19 @@ class FlagSpec(MutableRecord):
                  "choices", "nargs", "const", "metavar", "help", "hidden", "deprecated", "env",
                  "deprecated_spellings")
 
-    def __init__(
-        self,
-        dest: str,
-        plugin: str,
-        kind: str = "flag",
-        option_strings: tuple[str, ...] = (),
-        action: str = "store",
-        type: Callable[[str], Any] | None = None,
-        default: Any = None,
-        choices: tuple[Any, ...] | None = None,
-        nargs: int | str | None = None,
-        const: Any = None,
-        metavar: str | None = None,
-        help: str = "",
-        hidden: bool = False,
-        deprecated: str | None = None,
-        env: str | None = None,
-        deprecated_spellings: tuple[str, ...] = (),
-    ) -> None:
-        self.dest = dest
-        self.plugin = plugin
-        self.kind = kind
-        self.option_strings = option_strings
-        self.action = action
-        self.type = type
-        self.default = default
-        self.choices = choices
-        self.nargs = nargs
-        self.const = const
-        self.metavar = metavar
-        self.help = help
-        self.hidden = hidden
-        self.deprecated = deprecated
-        self.env = env
-        self.deprecated_spellings = deprecated_spellings
+    def __init__(self, dest: str, plugin: str, kind: str = "flag",
+                 option_strings: tuple[str, ...] = (), action: str = "store",
+                 type: Callable[[str], Any] | None = None, default: Any = None,
+                 choices: tuple[Any, ...] | None = None, nargs: int | str | None = None,
+                 const: Any = None, metavar: str | None = None, help: str = "",
+                 hidden: bool = False, deprecated: str | None = None, env: str | None = None,
+                 deprecated_spellings: tuple[str, ...] = ()) -> None:
+        self._fill(locals())
 
     @property
     def type_name(self) -> str | None:
-        if self.type is None:
-            return None
-        return getattr(self.type, "__name__", type(self.type).__name__)
+        return None if self.type is None else getattr(self.type, "__name__",
+                                                      type(self.type).__name__)
 
     @property
     def argparse_action(self) -> str:
@@ -203,40 +139,49 @@ class FlagSpec(MutableRecord):
         return self.action in ("store", "append")
 
     def convert(self, raw: Any) -> Any:
-        """Convert a value from a config file or caller to this flag's type.
+        """``raw`` in this setting's type, or ``ValueError`` saying what is wrong with it.
 
-        Strings go through the flag's ``type`` (as on the command line); lists are
-        converted element by element; other values are taken as they are. Raises
-        ``ValueError`` with a readable message when conversion fails.
+        The one conversion of every source. ``raw`` is text (the command line, the
+        environment), a list of texts (a flag taking several values), or a value already
+        loaded (a YAML or JSON config file, a caller's defaults, a checkpoint). Text goes
+        through the flag's ``type`` as argparse would; a loaded number must fit the type
+        (``2.0`` is the int 2, ``2.5`` is not); an enum member or a dtype is taken as it
+        is; any other loaded value goes through ``type`` as its JSON text (``[1, 0, 1]``
+        for a layer pattern). Choices are checked separately, by :meth:`check_choice`.
         """
-        if raw is None or (self.type is None and not self.takes_value):
+        if raw is None or self.kind == "computed":
             return raw
-        if isinstance(raw, (list, tuple)) and self.nargs not in (None, "?"):
+        if self.action in _BOOLEAN_ACTIONS:
+            if isinstance(raw, bool):
+                return raw
+            raise ValueError(f"expected true or false, got {raw!r}")
+        if not self.takes_value:
+            return raw  # store_const / count: the value as loaded
+        if self.nargs in ("+", "*") or isinstance(self.nargs, int):
+            if not isinstance(raw, (list, tuple)):
+                raw = raw.split() if isinstance(raw, str) else [raw]
             return [self._convert_one(item) for item in raw]
         return self._convert_one(raw)
 
     def _convert_one(self, raw: Any) -> Any:
         if not isinstance(raw, str):
-            if self.type in (int, float, str, None):  # no type: argparse keeps the text
+            if self.type in (int, float, str, None):
                 return self._plain_scalar(raw)
             if isinstance(raw, enum.Enum) or type(raw).__module__ in ("megaplug._values", "torch"):
                 return raw  # already the parsed value (a caller default, a checkpoint)
-            # a structured value (``[1, 0, 1]`` for a pattern) goes through the parser as text
-            raw = json.dumps(raw)
-        if self.type is None:
-            return raw
         try:
-            return self.type(raw)  # type: ignore[misc]
-        except (TypeError, ValueError) as exc:
-            detail = f": {exc}" if str(exc) else ""
+            text = raw if isinstance(raw, str) else json.dumps(raw)
+            return text if self.type is None else self.type(text)
+        except (TypeError, ValueError, ArgumentTypeError, OverflowError) as exc:
+            detail = f" ({exc})" if str(exc) else ""
             raise ValueError(f"invalid {self.type_name} value {raw!r}{detail}") from None
 
     def _plain_scalar(self, raw: Any) -> Any:
-        """A YAML/JSON scalar for an ``int``, ``float`` or ``str`` flag, or ``ValueError``."""
+        """A loaded scalar for an ``int``, ``float`` or ``str`` flag, or ``ValueError``."""
         # A plugin reads an int flag as an int: a 1.5, a list or a mapping must stop here.
         if isinstance(raw, (int, float)) and not isinstance(raw, bool):
             if self.type in (str, None):
-                return str(raw)
+                return str(raw)  # as the same number typed on the command line
             if self.type is float:
                 return float(raw)
             if isinstance(raw, int) or (math.isfinite(raw) and raw.is_integer()):
@@ -246,12 +191,41 @@ class FlagSpec(MutableRecord):
     def check_choice(self, value: Any) -> bool:
         if self.choices is None or value is None:
             return True
-        values = value if isinstance(value, list) else [value]
-        return all(item in self.choices for item in values)
+        return all(item in self.choices for item in (value if isinstance(value, list)
+                                                     else [value]))
+
+    def argparse_call(self) -> tuple[tuple[str, ...], dict[str, Any]]:
+        """This flag as ``parser.add_argument(*strings, **kwargs)`` arguments.
+
+        The one translation from a spec to argparse, for ``--help`` and for callers that
+        want a plain argparse parser of megaplug's flags.
+        """
+        import argparse
+
+        strings, kwargs = self.option_strings, {
+            "dest": self.dest, "default": self.default, "action": self.action,
+            "help": argparse.SUPPRESS if self.hidden else (self.help or None)}
+        if self.action == "boolean_optional":
+            kwargs["action"] = argparse.BooleanOptionalAction
+            strings = tuple(o for o in strings if not o.startswith("--no-")) or strings
+        if self.takes_value:
+            if self.metavar is None and self.choices is not None:
+                kwargs["metavar"] = "{" + ",".join(map(choice_name, self.choices)) + "}"
+            kwargs.update((key, getattr(self, key)) for key in ("type", "nargs", "choices",
+                          "metavar") if getattr(self, key) is not None)
+        if self.action == "store_const" or (self.nargs == "?" and self.const is not None):
+            kwargs["const"] = self.const
+        return strings, kwargs
+
+
+def choice_name(choice: Any) -> str:
+    """How a choice is shown and typed: an enum member by its name, anything else as text."""
+    name = getattr(choice, "name", None)
+    return str(name if name is not None and not isinstance(choice, (int, str)) else choice)
 
 
 def enum_by_name(enum_class: type[enum.Enum]) -> Callable[[str], enum.Enum]:
-    """A ``type=`` callable that parses an enum member by name (``'flash'`` -> ``AttnBackend.flash``)."""  # noqa: E501
+    """A ``type=`` callable parsing an enum member by name: ``'flash'`` -> ``Backend.flash``."""
 
     def parse(text: str) -> enum.Enum:
         name = text.split(".", 1)[1] if text.startswith(enum_class.__name__ + ".") else text
@@ -265,89 +239,65 @@ def enum_by_name(enum_class: type[enum.Enum]) -> Callable[[str], enum.Enum]:
     return parse
 
 
-def _is_optional(annotation: Any) -> tuple[bool, Any]:
-    origin = get_origin(annotation)
-    if origin is typing.Union or (hasattr(types, "UnionType") and origin is types.UnionType):
-        args = [a for a in get_args(annotation) if a is not type(None)]
-        if len(args) == 1 and len(get_args(annotation)) == 2:
-            return True, args[0]
-    return False, annotation
-
+# -- from an options dataclass or an add_argument call to specs ---------------------------
 
 _INFERRED: dict[Any, dict[str, Any]] = {}
+_SPEC_CACHE: dict[type, list[tuple[Any, ...]]] = {}
 
 
-def _infer_from_annotation(annotation: Any) -> dict[str, Any]:
-    """What the field's type says about type, nargs and choices (cached: a few hundred
-    fields share a handful of annotations such as ``Optional[int]``)."""
+def _infer(annotation: Any) -> dict[str, Any]:
+    """What a field's type says about type, nargs and choices (cached: a few hundred fields
+    share a handful of annotations such as ``Optional[int]``)."""
     try:
         return _INFERRED[annotation]
-    except (KeyError, TypeError):
+    except (KeyError, TypeError):  # not seen yet, or unhashable (then never cached)
         pass
-    inferred = _infer(annotation)
+    base = annotation
+    if get_origin(base) in (typing.Union, types.UnionType):
+        args = get_args(base)
+        if len(args) == 2 and type(None) in args:
+            base = args[0] if args[1] is type(None) else args[1]
+    origin, inferred = get_origin(base), {}
+    if origin in (list, tuple, typing.List, typing.Tuple):
+        args = [a for a in get_args(base) if a is not Ellipsis]
+        inferred = {**(_infer(args[0]) if args else {}), "nargs": "+"}
+    elif origin is typing.Literal:
+        inferred = {"type": type(get_args(base)[0]), "choices": get_args(base)}
+    elif isinstance(base, type) and issubclass(base, enum.Enum):
+        inferred = {"type": enum_by_name(base), "choices": tuple(base)}
+    elif base in (int, float, str):
+        inferred = {"type": base}
+    elif base is bool:
+        inferred = {"is_bool": True}
     try:
         _INFERRED[annotation] = inferred
-    except TypeError:  # an unhashable annotation is simply not cached
+    except TypeError:
         pass
     return inferred
 
 
-def _infer(annotation: Any) -> dict[str, Any]:
-    _, base = _is_optional(annotation)
-    origin = get_origin(base)
-    if origin in (list, tuple, typing.List, typing.Tuple):
-        args = [a for a in get_args(base) if a is not Ellipsis]
-        inner = _infer(args[0]) if args else {}
-        return {**inner, "nargs": "+"}
-    if origin is typing.Literal:
-        choices = get_args(base)
-        return {"type": type(choices[0]), "choices": choices}
-    if isinstance(base, type) and issubclass(base, enum.Enum):
-        return {"type": enum_by_name(base), "choices": tuple(base)}
-    if base in (int, float, str):
-        return {"type": base}
-    if base is bool:
-        return {"is_bool": True}
-    return {}
-
-
-def _default_spelling(dest: str) -> str:
-    return "--" + dest.replace("_", "-")
-
-
-_SPEC_CACHE: dict[type, list[tuple[Any, ...]]] = {}
-
-
-def _declared_markers(options_class: type) -> dict[str, tuple[Any, ...]]:
-    """Markers that ``@options`` took from field defaults, base classes first."""
+def _field_markers(options_class: type) -> list[tuple[Any, ...]]:
+    """(field, annotation, markers) for each field, cached per class. ``@options`` keeps the
+    markers written as defaults in ``__megaplug_markers__`` (base classes first)."""
+    if options_class in _SPEC_CACHE:
+        return _SPEC_CACHE[options_class]
     declared: dict[str, tuple[Any, ...]] = {}
     for klass in reversed(options_class.__mro__):
         declared.update(klass.__dict__.get("__megaplug_markers__", {}))
-    return declared
-
-
-def _field_markers(options_class: type) -> list[tuple[Any, ...]]:
-    """(field, annotation, markers) for each field, cached per class."""
-    cached = _SPEC_CACHE.get(options_class)
-    if cached is not None:
-        return cached
     hints: dict[str, Any] | None = None
-    declared = _declared_markers(options_class)
     rows = []
     for field in dataclasses.fields(options_class):
         annotation = field.type
         if isinstance(annotation, str):
-            if hints is None:
-                hints = typing.get_type_hints(options_class, include_extras=True)
+            hints = hints or typing.get_type_hints(options_class, include_extras=True)
             annotation = hints[field.name]
         markers: tuple[Any, ...] = declared.get(field.name, ())
         if get_origin(annotation) is Annotated:
-            if not markers:
-                markers = tuple(m for m in annotation.__metadata__ if isinstance(m, _MARKER_TYPES))
+            markers = markers or tuple(m for m in annotation.__metadata__
+                                       if isinstance(m, _MARKER_TYPES))
             annotation = get_args(annotation)[0]
         if not markers and isinstance(field.default, _MARKER_TYPES):
-            # a plain @dataclass with a marker as the default: the marker is the declaration
-            markers = (field.default,)
+            markers = (field.default,)  # a plain @dataclass with a marker as the default
         rows.append((field, annotation, markers))
     _SPEC_CACHE[options_class] = rows
     return rows
@@ -363,18 +313,6 @@ def _field_default(field: dataclasses.Field, annotation: Any) -> Any:  # type: i
     return None
 
 
-def _is_bool(annotation: Any) -> bool:
-    # under ``from __future__ import annotations`` the decorator sees the text, not the type
-    return annotation is bool or annotation == "bool"
-
-
-def _is_annotated(annotation: Any) -> bool:
-    if isinstance(annotation, str):
-        return annotation.startswith(("Annotated[", "typing.Annotated[",
-                                      "typing_extensions.Annotated["))
-    return get_origin(annotation) is Annotated
-
-
 def _marker_default(marker: Any, annotation: Any) -> Any:
     """The field default a marker written as the default stands for (argparse's rule when
     it has no ``default=``: None, False for a ``bool`` flag, True for ``store_false``)."""
@@ -383,7 +321,9 @@ def _marker_default(marker: Any, annotation: Any) -> Any:
     if isinstance(marker, Flag):
         if marker.action == "store_false":
             return True
-        if marker.action == "store_true" or (marker.action is None and _is_bool(annotation)):
+        # under ``from __future__ import annotations`` the decorator sees the text "bool"
+        if marker.action == "store_true" or (marker.action is None
+                                             and annotation in (bool, "bool")):
             return False
     return None
 
@@ -394,147 +334,77 @@ def specs_from_options(options_class: type, plugin: str) -> list[FlagSpec]:
         raise TypeError(f"{options_class!r} is not a dataclass")
     specs: list[FlagSpec] = []
     for field, annotation, markers in _field_markers(options_class):
-        default = _field_default(field, annotation)
-        inferred = _infer_from_annotation(annotation)
-        if not markers:
-            markers = (Flag(),)
-        for marker in markers:
+        default, inferred = _field_default(field, annotation), _infer(annotation)
+        for marker in markers or (Flag(),):
             if isinstance(marker, FromEnv):
-                specs.append(
-                    FlagSpec(
-                        dest=field.name,
-                        plugin=plugin,
-                        kind="env",
-                        type=inferred.get("type"),
-                        default=default,
-                        help=marker.help,
-                        env=marker.variable,
-                    )
-                )
-                continue
-            if isinstance(marker, Computed):
-                specs.append(
-                    FlagSpec(dest=field.name, plugin=plugin, kind="computed", default=default,
-                             help=marker.help)
-                )
-                continue
-            specs.append(_flag_spec(field.name, plugin, marker, inferred, default))
+                specs.append(FlagSpec(field.name, plugin, "env", type=inferred.get("type"),
+                                      default=default, help=marker.help, env=marker.variable))
+            elif isinstance(marker, Computed):
+                specs.append(FlagSpec(field.name, plugin, "computed", default=default,
+                                      help=marker.help))
+            else:
+                specs.append(_flag_spec(field.name, plugin, marker, inferred, default))
     return specs
 
 
-def _flag_spec(
-    dest: str, plugin: str, marker: Flag, inferred: dict[str, Any], field_default: Any
-) -> FlagSpec:
+def _flag_spec(dest: str, plugin: str, marker: Flag, inferred: dict[str, Any],
+               field_default: Any) -> FlagSpec:
     default = field_default if marker.default is MISSING else marker.default
     action = marker.action
     if action is None:
-        if inferred.get("is_bool") and marker.type is None:
-            action = "store_false" if default is True else "store_true"
-        else:
-            action = "store"
-    option_strings = marker.option_strings or (_default_spelling(dest),)
-    flag_type = marker.type
-    choices = marker.choices
-    nargs = marker.nargs
+        switch = inferred.get("is_bool") and marker.type is None
+        action = ("store_false" if default is True else "store_true") if switch else "store"
+    option_strings = marker.option_strings or ("--" + dest.replace("_", "-"),)
+    flag_type, choices, nargs = marker.type, marker.choices, marker.nargs
     if action in ("store", "append"):
-        if flag_type is None:
-            flag_type = inferred.get("type")
+        flag_type = flag_type or inferred.get("type")
         if choices is None and marker.type is None:
             choices = inferred.get("choices")
-        if nargs is None and "nargs" in inferred:
-            nargs = inferred["nargs"]
-    elif action == "boolean_optional":
-        flag_type = marker.type
-    else:
+        nargs = nargs if nargs is not None else inferred.get("nargs")
+    elif action != "boolean_optional":
         flag_type = None
     if action == "boolean_optional":
         option_strings = _with_negatives(option_strings)
-    const = marker.const
-    if action == "store_true":
-        const = True
-    elif action == "store_false":
-        const = False
-    return FlagSpec(
-        dest=dest,
-        plugin=plugin,
-        option_strings=option_strings,
-        action=action,
-        type=flag_type,
-        default=default,
-        choices=tuple(choices) if choices is not None else None,
-        nargs=nargs,
-        const=const,
-        metavar=marker.metavar,
-        help=marker.help,
-        hidden=marker.hidden,
-        deprecated=marker.deprecated,
-        env=marker.env,
-    )
+    const = {"store_true": True, "store_false": False}.get(action, marker.const)
+    return FlagSpec(dest, plugin, "flag", option_strings, action, flag_type, default,
+                    tuple(choices) if choices is not None else None, nargs, const,
+                    marker.metavar, marker.help, marker.hidden, marker.deprecated, marker.env)
 
 
 def _with_negatives(option_strings: tuple[str, ...]) -> tuple[str, ...]:
     """BooleanOptionalAction spellings: each ``--x`` followed by its ``--no-x``."""
     result: list[str] = []
     for option in option_strings:
-        if option.startswith("--no-"):
-            continue
-        result.append(option)
-        if option.startswith("--"):
-            result.append("--no-" + option[2:])
+        if not option.startswith("--no-"):
+            result += [option, "--no-" + option[2:]] if option.startswith("--") else [option]
     return tuple(result)
 
 
-def spec_from_argparse(
-    option_strings: Sequence[str], kwargs: dict[str, Any], plugin: str
-) -> FlagSpec:
-    """Build a spec from a plain ``add_argument(*option_strings, **kwargs)`` call."""
+_ARGPARSE_KEYWORDS = ("type", "choices", "nargs", "const", "metavar", "default")
+
+
+def spec_from_argparse(option_strings: Sequence[str], kwargs: dict[str, Any],
+                       plugin: str) -> FlagSpec:
+    """A spec from a plain ``add_argument(*option_strings, **kwargs)`` call, read as the
+    ``Flag`` marker it amounts to."""
     import argparse
 
-    kwargs = dict(kwargs)
+    kwargs = {key: value for key, value in kwargs.items() if key != "required"}
     action = kwargs.pop("action", "store")
-    if isinstance(action, type):
-        action = {
-            argparse.BooleanOptionalAction: "boolean_optional",
-        }.get(action, action)
+    action = "boolean_optional" if action is argparse.BooleanOptionalAction else action
     if not isinstance(action, str) or action not in ACTIONS:
-        raise ValueError(f"unsupported action {action!r} for {option_strings}")
-    dest = kwargs.pop("dest", None)
-    if dest is None:
-        longs = [o for o in option_strings if o.startswith("--")]
-        dest = (longs or list(option_strings))[0].lstrip("-").replace("-", "_")
+        raise ValueError(f"unsupported action {action!r} for {tuple(option_strings)}")
+    longs = [o for o in option_strings if o.startswith("--")] or list(option_strings)
+    dest = kwargs.pop("dest", None) or longs[0].lstrip("-").replace("-", "_")
     help_text = kwargs.pop("help", "") or ""
+    unsupported = sorted(set(kwargs) - set(_ARGPARSE_KEYWORDS))
+    if unsupported:
+        raise ValueError(f"unsupported add_argument options {unsupported} for "
+                         f"{tuple(option_strings)}")
     hidden = help_text is argparse.SUPPRESS
-    if hidden:
-        help_text = ""
-    default = kwargs.pop("default", MISSING)
-    if default is MISSING:
-        default = {"store_true": False, "store_false": True}.get(action)
-    const = kwargs.pop("const", None)
-    if action == "store_true":
-        const = True
-    elif action == "store_false":
-        const = False
-    choices = kwargs.pop("choices", None)
-    if action == "boolean_optional":
-        option_strings = _with_negatives(tuple(option_strings))
-    spec = FlagSpec(
-        dest=dest,
-        plugin=plugin,
-        option_strings=tuple(option_strings),
-        action=action,
-        type=kwargs.pop("type", None),
-        default=default,
-        choices=tuple(choices) if choices is not None else None,
-        nargs=kwargs.pop("nargs", None),
-        const=const,
-        metavar=kwargs.pop("metavar", None),
-        help=help_text,
-        hidden=hidden,
-    )
-    kwargs.pop("required", None)
-    if kwargs:
-        raise ValueError(f"unsupported add_argument options {sorted(kwargs)} for {option_strings}")
-    return spec
+    marker = Flag(*option_strings, action=action, help="" if hidden else help_text,
+                  hidden=hidden, **kwargs)
+    return _flag_spec(dest, plugin, marker, {}, _marker_default(marker, None))
 
 
 # -- the options decorator ---------------------------------------------------------------
@@ -543,10 +413,9 @@ _FIELDS_CACHE: dict[type, tuple[dataclasses.Field, ...]] = {}  # type: ignore[ty
 
 
 def _fields_of(cls: type) -> tuple[dataclasses.Field, ...]:  # type: ignore[type-arg]
-    found = _FIELDS_CACHE.get(cls)
-    if found is None:
-        found = _FIELDS_CACHE[cls] = dataclasses.fields(cls)
-    return found
+    if cls not in _FIELDS_CACHE:
+        _FIELDS_CACHE[cls] = dataclasses.fields(cls)
+    return _FIELDS_CACHE[cls]
 
 
 def _options_init(self: Any, **values: Any) -> None:
@@ -579,13 +448,14 @@ def _options_eq(self: Any, other: object) -> bool:
 def _take_marker_defaults(target: type) -> None:
     """Replace each marker written as a field's default by the default it stands for,
     keeping the marker in ``__megaplug_markers__`` for the kernel."""
-    annotations = target.__dict__.get("__annotations__", {})
     declared: dict[str, tuple[Any, ...]] = {}
-    for name, annotation in annotations.items():
+    for name, annotation in target.__dict__.get("__annotations__", {}).items():
         marker = target.__dict__.get(name)
         if not isinstance(marker, _MARKER_TYPES):
             continue
-        if _is_annotated(annotation):
+        if (annotation.startswith(("Annotated[", "typing.Annotated[",
+                                   "typing_extensions.Annotated["))
+                if isinstance(annotation, str) else get_origin(annotation) is Annotated):
             raise TypeError(f"{target.__name__}.{name}: declare its markers either in Annotated "
                             "metadata or as the default, not both")
         declared[name] = (marker,)

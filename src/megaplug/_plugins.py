@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import heapq
 import importlib
 import os
@@ -14,23 +15,16 @@ import pluggy
 from . import hookspecs
 from ._errors import PluginError
 from ._record import FrozenRecord, MutableRecord
+from ._rules import Rules
 from ._target import TargetEnvironment
-
-ENTRY_POINT_GROUP = "megaplug"
-HOOK_NAMES = ("add_args", "normalize", "derive", "validate")
+from ._version import __version__
 
 #: Built-in plugins, registered through the same path as installed ones.
-BUILTIN_PLUGINS: tuple[str, ...] = (
-    "megaplug.builtin.model",
-    "megaplug.builtin.parallel",
-    "megaplug.builtin.precision",
-    "megaplug.builtin.training",
-    "megaplug.builtin.checkpointing",
-    "megaplug.builtin.data",
-    "megaplug.builtin.logging",
-    "megaplug.builtin.resilience",
-    "megaplug.builtin.experimental",
-)
+BUILTIN_PLUGINS: tuple[str, ...] = tuple(f"megaplug.builtin.{name}" for name in (
+    "model", "parallel", "precision", "training", "checkpointing", "data", "logging",
+    "resilience", "experimental"))
+
+_BLOCKED = "blocked by -p no: / MEGAPLUG_DISABLE"
 
 
 class Requirement(FrozenRecord):
@@ -41,8 +35,7 @@ class Requirement(FrozenRecord):
     min_version: str | None
 
     def __init__(self, import_name: str, min_version: str | None = None) -> None:
-        object.__setattr__(self, "import_name", import_name)
-        object.__setattr__(self, "min_version", min_version)
+        self._fill(locals())
 
     def __str__(self) -> str:
         return self.import_name + (f">={self.min_version}" if self.min_version else "")
@@ -51,46 +44,52 @@ class Requirement(FrozenRecord):
 class PluginInfo(FrozenRecord):
     """What a plugin module declares about itself as ``megaplug_plugin = PluginInfo(...)``.
 
-    ``after`` names plugins whose hooks must run before this one's (each must exist,
+    ``after`` names plugins whose rules must run before this one's (each must exist,
     though it may be blocked or unavailable); ``before`` names plugins this one must
     precede when they are present. ``requires`` lists optional packages: when one is
-    missing the plugin is *unavailable* and adds no flags.
+    missing the plugin is *unavailable* and adds no flags. ``rules`` are the plugin's
+    normalizations, derivations and checks (see :class:`Rules`).
     """
 
-    __slots__ = ("name", "description", "version", "after", "before", "requires")
+    __slots__ = ("name", "description", "version", "after", "before", "requires", "rules")
+    _hidden = ("rules",)  # code, not a fact about the plugin: no part in equality or repr
     name: str
     description: str
     version: str | None
     after: tuple[str, ...]
     before: tuple[str, ...]
     requires: tuple[Requirement, ...]
+    rules: Rules
 
-    def __init__(
-        self,
-        name: str,
-        description: str = "",
-        version: str | None = None,
-        after: str | Iterable[str] = (),
-        before: str | Iterable[str] = (),
-        requires: str | Requirement | Iterable[str | Requirement] = (),
-    ) -> None:
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "description", description)
-        object.__setattr__(self, "version", version)
-        object.__setattr__(self, "after", _as_tuple(after))
-        object.__setattr__(self, "before", _as_tuple(before))
-        object.__setattr__(self, "requires", tuple(
-            Requirement(r) if isinstance(r, str) else r for r in _as_tuple(requires)))
+    def __init__(self, name: str, description: str = "", version: str | None = None,
+                 after: str | Iterable[str] = (), before: str | Iterable[str] = (),
+                 requires: str | Requirement | Iterable[str | Requirement] = (),
+                 rules: Rules | None = None) -> None:
+        after, before = _as_tuple(after), _as_tuple(before)
+        requires = tuple(Requirement(r) if isinstance(r, str) else r
+                         for r in _as_tuple(requires))
+        rules = Rules() if rules is None else rules
+        self._fill(locals())
 
 
 def _as_tuple(value: Any) -> tuple[Any, ...]:
     """One name (or requirement) or several, as a tuple."""
-    if isinstance(value, (str, Requirement)):
-        return (value,)
-    return tuple(value)
+    return (value,) if isinstance(value, (str, Requirement)) else tuple(value)
 
 
-ACTIVE, BLOCKED, UNAVAILABLE, BROKEN = "active", "blocked", "unavailable", "broken"
+class Status(str, enum.Enum):
+    """Where a plugin stands. Compares and prints as its value (``"active"``)."""
+
+    ACTIVE = "active"          # registered: its hooks and rules run
+    BLOCKED = "blocked"        # -p no:NAME / MEGAPLUG_DISABLE: never imported on a resolve
+    UNAVAILABLE = "unavailable"  # a required package is missing: it adds no flags
+    BROKEN = "broken"          # failed to import, register, order or declare
+
+    def __str__(self) -> str:
+        return self.value
+
+
+ACTIVE, BLOCKED, UNAVAILABLE, BROKEN = Status
 
 
 class PluginRecord(MutableRecord):
@@ -104,31 +103,12 @@ class PluginRecord(MutableRecord):
                  "distribution", "version", "hooks", "loader")
     _hidden = ("loader",)
 
-    def __init__(
-        self,
-        name: str,
-        status: str,
-        source: str,
-        reason: str = "",
-        module: Any = None,
-        info: PluginInfo | None = None,
-        entry_point: str | None = None,
-        distribution: str | None = None,
-        version: str | None = None,
-        hooks: tuple[str, ...] = (),
-        loader: Any = None,
-    ) -> None:
-        self.name = name
-        self.status = status
-        self.source = source
-        self.reason = reason
-        self.module = module
-        self.info = info
-        self.entry_point = entry_point
-        self.distribution = distribution
-        self.version = version
-        self.hooks = hooks
-        self.loader = loader
+    def __init__(self, name: str, status: Status, source: str, reason: str = "",
+                 module: Any = None, info: PluginInfo | None = None,
+                 entry_point: str | None = None, distribution: str | None = None,
+                 version: str | None = None, hooks: tuple[str, ...] = (),
+                 loader: Any = None) -> None:
+        self._fill(locals())
 
     @property
     def after(self) -> tuple[str, ...]:
@@ -139,28 +119,17 @@ class PluginRecord(MutableRecord):
         return self.info.before if self.info else ()
 
     def where(self) -> str:
-        """'entry point X (distribution Y)' style description for error messages."""
-        parts = []
-        if self.entry_point:
-            parts.append(f"entry point {self.entry_point}")
-        if self.distribution:
-            parts.append(f"distribution {self.distribution}")
-        return ", ".join(parts) or self.source
+        """'entry point X, distribution Y' style description for error messages."""
+        parts = [f"entry point {self.entry_point}" if self.entry_point else "",
+                 f"distribution {self.distribution}" if self.distribution else ""]
+        return ", ".join(filter(None, parts)) or self.source
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "version": self.version,
-            "distribution": self.distribution,
-            "entry_point": self.entry_point,
-            "source": self.source,
-            "status": self.status,
-            "reason": self.reason,
-            "hooks": list(self.hooks),
-            "after": list(self.after),
-            "before": list(self.before),
-            "requires": [str(r) for r in self.info.requires] if self.info else [],
-        }
+        facts = ("name", "version", "distribution", "entry_point", "source", "reason")
+        return {**{name: getattr(self, name) for name in facts},
+                "status": self.status.value, "hooks": list(self.hooks),
+                "after": list(self.after), "before": list(self.before),
+                "requires": [str(r) for r in self.info.requires] if self.info else []}
 
 
 class PluginSelection(MutableRecord):
@@ -175,13 +144,11 @@ class PluginSelection(MutableRecord):
         self.autoload = autoload
 
     @classmethod
-    def from_environment(cls, environ: Any = None) -> "PluginSelection":
+    def from_environment(cls, environ: Any = None) -> PluginSelection:
         env = os.environ if environ is None else environ
-        selection = cls()
-        selection.load.extend(_split_names(env.get("MEGAPLUG_PLUGINS", "")))
-        selection.block.update(_split_names(env.get("MEGAPLUG_DISABLE", "")))
-        if env.get("MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD", "").strip() not in ("", "0"):
-            selection.autoload = False
+        selection = cls(_split_names(env.get("MEGAPLUG_PLUGINS", "")),
+                        _split_names(env.get("MEGAPLUG_DISABLE", "")))
+        selection.autoload = env.get("MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD", "").strip() in ("", "0")
         return selection
 
     def take_from_argv(self, argv: Sequence[str]) -> list[str]:
@@ -190,15 +157,13 @@ class PluginSelection(MutableRecord):
         tokens = iter(argv)
         for token in tokens:
             if token == "--":
-                rest.append(token)
-                rest.extend(tokens)
-                break
-            if token == "-p":
+                rest += [token, *tokens]
+            elif token == "-p":
                 name = next(tokens, None)
                 if name is None:
                     rest.append(token)
-                    break
-                self._apply(name)
+                else:
+                    self._apply(name)
             elif token.startswith("-p") and len(token) > 2 and not token.startswith("--"):
                 self._apply(token[2:].lstrip("="))
             elif token == "--no-autoload":
@@ -228,21 +193,26 @@ def _dist_of(entry_point: Any) -> tuple[str | None, str | None]:
     if hasattr(entry_point, "distribution"):
         return entry_point.distribution, entry_point.version
     dist = getattr(entry_point, "dist", None)
-    if dist is None:
-        return None, None
-    return dist.metadata["Name"], dist.version
+    return (None, None) if dist is None else (dist.metadata["Name"], dist.version)
+
+
+#: pluggy options that order or wrap calls across plugins; megaplug's order is declared.
+_CALL_ORDER_OPTIONS = ("tryfirst", "trylast", "hookwrapper", "wrapper")
 
 
 class _Manager(pluggy.PluginManager):
-    """pluggy's manager, looking only at the four hook names when registering.
+    """pluggy's manager with a cheap first look at module attributes.
 
-    pluggy inspects every attribute of a plugin for hook markers; a plugin module full of
-    helpers and imports makes that the dominant start-up cost. megaplug's hooks have
-    fixed names, so any other attribute cannot be one.
+    pluggy examines every attribute of a plugin with ``inspect.getattr_static``, which for
+    a plugin module full of imports is most of megaplug's start-up. A module's attribute
+    can only be a hook implementation if it carries megaplug's marker, so the others are
+    skipped at a dictionary lookup; every marked one still goes through pluggy's own
+    checks (and an unknown marked name still fails ``check_pending``).
     """
 
     def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
-        if name not in HOOK_NAMES:
+        if isinstance(plugin, types.ModuleType) and not hasattr(
+                vars(plugin).get(name), "megaplug_impl"):
             return None
         return super().parse_hookimpl_opts(plugin, name)
 
@@ -255,15 +225,10 @@ class PluginSet:
     blocked plugin's code never runs.
     """
 
-    def __init__(
-        self,
-        selection: PluginSelection | None = None,
-        *,
-        builtins: Iterable[str | types.ModuleType | object] = BUILTIN_PLUGINS,
-        extra: Iterable[object] = (),
-        local: TargetEnvironment | None = None,
-        tolerant: bool = False,
-    ) -> None:
+    def __init__(self, selection: PluginSelection | None = None, *,
+                 builtins: Iterable[str | types.ModuleType | object] = BUILTIN_PLUGINS,
+                 extra: Iterable[object] = (), local: TargetEnvironment | None = None,
+                 tolerant: bool = False) -> None:
         started = time.perf_counter()
         self.selection = selection or PluginSelection()
         #: Mark plugins with impossible ordering broken instead of raising (``megaplug list``).
@@ -274,9 +239,8 @@ class PluginSet:
         self.manager.add_hookspecs(hookspecs)
         for item in builtins:
             self._load_object(item, source="builtin")
-        if self.selection.autoload:
-            for entry_point in _entry_points():
-                self._load_entry_point(entry_point)
+        for entry_point in _entry_points() if self.selection.autoload else ():
+            self._load_entry_point(entry_point)
         for name in self.selection.load:
             self._load_named(name)
         for item in extra:
@@ -290,98 +254,88 @@ class PluginSet:
     def _load_named(self, name: str) -> None:
         if name in self.records:
             return
-        if not self.selection.autoload:
-            for entry_point in _entry_points():
-                if entry_point.name == name:
-                    self._load_entry_point(entry_point, source="-p")
-                    return
+        for entry_point in _entry_points() if not self.selection.autoload else ():
+            if entry_point.name == name:
+                return self._load_entry_point(entry_point, source="-p")
         self._load_object(name, source="-p / MEGAPLUG_PLUGINS")
 
     def _load_entry_point(self, entry_point: Any, source: str = "entry point") -> None:
         dist_name, dist_version = _dist_of(entry_point)
-        where = f"{entry_point.name} = {entry_point.value}"
+        facts = dict(entry_point=f"{entry_point.name} = {entry_point.value}",
+                     distribution=dist_name, version=dist_version)
         if entry_point.name in self.selection.block:
-            self._add(PluginRecord(entry_point.name, BLOCKED, source, "blocked by -p no: / "
-                                   "MEGAPLUG_DISABLE", entry_point=where,
-                                   distribution=dist_name, version=dist_version,
-                                   loader=entry_point.load))
-            return
-        if entry_point.name in self.records:
-            return
-        try:
-            module = entry_point.load()
-        except Exception as exc:  # a broken third-party plugin must not take megaplug down
-            self._add(PluginRecord(entry_point.name, BROKEN, source,
-                                   f"import failed: {type(exc).__name__}: {exc}",
-                                   entry_point=where, distribution=dist_name,
-                                   version=dist_version))
-            return
-        self._register(module, source, entry_point=where, distribution=dist_name,
-                       version=dist_version, fallback_name=entry_point.name)
+            self._add(PluginRecord(entry_point.name, BLOCKED, source, _BLOCKED,
+                                   loader=entry_point.load, **facts))
+        elif entry_point.name not in self.records:
+            try:
+                module = entry_point.load()
+            except Exception as exc:  # a broken third-party plugin must not take megaplug down
+                self._add(PluginRecord(entry_point.name, BROKEN, source,
+                                       f"import failed: {type(exc).__name__}: {exc}", **facts))
+                return
+            self._register(module, source, entry_point.name, **facts)
 
     def _load_object(self, item: Any, source: str) -> None:
         if isinstance(item, str):
-            if item.rsplit(".", 1)[-1] in self.selection.block or item in self.selection.block:
-                self._add(PluginRecord(item.rsplit(".", 1)[-1], BLOCKED, source,
-                                       "blocked by -p no: / MEGAPLUG_DISABLE",
-                                       loader=lambda: importlib.import_module(item)))
-                return
+            name = item.rsplit(".", 1)[-1]
+            if name in self.selection.block or item in self.selection.block:
+                loader = lambda: importlib.import_module(item)  # noqa: E731
+                return self._add(PluginRecord(name, BLOCKED, source, _BLOCKED, loader=loader))
             try:
-                module = importlib.import_module(item)
+                item = importlib.import_module(item)
             except Exception as exc:
-                self._add(PluginRecord(item.rsplit(".", 1)[-1], BROKEN, source,
-                                       f"import of {item} failed: {type(exc).__name__}: {exc}"))
-                return
-            item = module
-        distribution = version = None
-        if source == "builtin":
-            from . import __version__
+                return self._add(PluginRecord(name, BROKEN, source, f"import of {item} "
+                                              f"failed: {type(exc).__name__}: {exc}"))
+        facts = dict(distribution="megaplug", version=__version__) if source == "builtin" else {}
+        self._register(item, source, getattr(item, "__name__", repr(item)), **facts)
 
-            distribution, version = "megaplug", __version__
-        self._register(item, source, distribution=distribution, version=version,
-                       fallback_name=getattr(item, "__name__", repr(item)))
-
-    def _register(self, plugin: Any, source: str, *, entry_point: str | None = None,
-                  distribution: str | None = None, version: str | None = None,
-                  fallback_name: str) -> None:
+    def _register(self, plugin: Any, source: str, fallback_name: str, *,
+                  entry_point: str | None = None, distribution: str | None = None,
+                  version: str | None = None) -> None:
         info = getattr(plugin, "megaplug_plugin", None)
-        if info is not None and not isinstance(info, PluginInfo):
-            info = None
+        info = info if isinstance(info, PluginInfo) else None
         name = info.name if info else fallback_name.rsplit(".", 1)[-1]
-        if info and info.version:
-            version = info.version
-        record = PluginRecord(name, ACTIVE, source, info=info, module=plugin,
-                              entry_point=entry_point, distribution=distribution,
-                              version=version)
-        if name in self.records and self.records[name].module is not plugin:
-            other = self.records[name]
-            raise PluginError(
-                f"two plugins are named {name!r}: {other.where()} and {record.where()}"
-            )
+        record = PluginRecord(name, ACTIVE, source, "", plugin, info, entry_point, distribution,
+                              info.version if info and info.version else version,
+                              _implemented_hooks(plugin, info))
+        if name in self.records:
+            if self.records[name].module is plugin:
+                return  # the same module again (an entry point and plugins=[module])
+            raise PluginError(f"two plugins are named {name!r}: "
+                              f"{self.records[name].where()} and {record.where()}")
+        missing = [problem for r in (info.requires if info else ())
+                   if (problem := self.local.requirement_problem(r.import_name, r.min_version))]
         if name in self.selection.block:
-            record.status, record.reason = BLOCKED, "blocked by -p no: / MEGAPLUG_DISABLE"
-            self._add(record)
-            return
-        missing = [
-            problem
-            for requirement in (info.requires if info else ())
-            if (problem := self.local.requirement_problem(requirement.import_name,
-                                                          requirement.min_version))
-        ]
-        if missing:
+            record.status, record.reason = BLOCKED, _BLOCKED
+        elif missing:
             record.status, record.reason = UNAVAILABLE, "; ".join(missing)
-            record.hooks = _implemented_hooks(plugin)
-            self._add(record)
-            return
+        elif problem := self._registration_problem(plugin, name):
+            record.status, record.reason = BROKEN, problem
+        self._add(record)
+
+    def _registration_problem(self, plugin: Any, name: str) -> str | None:
+        """Register with pluggy, which validates each hook; ``None`` when all is well.
+
+        ``register`` refuses an argument the hook does not offer; ``check_pending``
+        refuses a hook name no spec declares (a misspelt ``validat``).
+        """
+        for hook in _implemented_hooks(plugin):
+            options = getattr(plugin, hook).megaplug_impl
+            refused = [option for option in _CALL_ORDER_OPTIONS if options.get(option)]
+            if refused:
+                return (f"hook {hook} uses {refused[0]}=True; megaplug runs plugins in the "
+                        "order PluginInfo(after=..., before=...) declares, each on its own, "
+                        "so pluggy's call-order options are refused")
         try:
             self.manager.register(plugin, name=name)
+            self.manager.check_pending()
         except Exception as exc:
-            record.status = BROKEN
-            record.reason = f"registration failed: {type(exc).__name__}: {exc}"
-            self._add(record)
-            return
-        record.hooks = _implemented_hooks(plugin)
-        self._add(record)
+            if self.manager.is_registered(plugin):
+                self.manager.unregister(plugin)
+            detail = str(exc).replace("\n", "; ")
+            return (f"registration failed: {type(exc).__name__}: {detail}"
+                    f" (megaplug's hooks are {', '.join(hookspecs.HOOKS)})")
+        return None
 
     def _add(self, record: PluginRecord) -> None:
         self.records.setdefault(record.name, record)
@@ -389,50 +343,43 @@ class PluginSet:
     # -- ordering --------------------------------------------------------------------
 
     def _resolve_order(self) -> list[str]:
+        """A topological order of the active plugins; ties go to the alphabetically first."""
         active = sorted(n for n, r in self.records.items() if r.status == ACTIVE)
-        known = set(self.records)
-        edges: dict[str, set[str]] = {name: set() for name in active}
+        later: dict[str, set[str]] = {name: set() for name in active}
         for name in active:
             record = self.records[name]
             for first in record.after:
-                if first not in known:
+                if first not in self.records:
                     return self._ordering_failure([name], (
                         f"plugin {name!r} ({record.where()}) must run after {first!r}, "
-                        f"which is not installed"))
-                if first in edges:
-                    edges[first].add(name)
-            for later in record.before:
-                if later in edges:
-                    edges[name].add(later)
-        incoming = {name: 0 for name in active}
-        for targets in edges.values():
-            for target in targets:
-                incoming[target] += 1
-        ready = [name for name, count in incoming.items() if count == 0]
+                        "which is not installed"))
+                later.get(first, set()).add(name)
+            later[name].update(n for n in record.before if n in later)
+        waiting = {name: 0 for name in active}
+        for name in (n for targets in later.values() for n in targets):
+            waiting[name] += 1
+        ready = [name for name, count in waiting.items() if count == 0]
         heapq.heapify(ready)
         order: list[str] = []
         while ready:
-            name = heapq.heappop(ready)
-            order.append(name)
-            for target in sorted(edges[name]):
-                incoming[target] -= 1
-                if incoming[target] == 0:
-                    heapq.heappush(ready, target)
-        if len(order) != len(active):
-            stuck = {n for n in active if n not in order}
-            cycle = _on_a_cycle(stuck, edges) or sorted(stuck)
-            return self._ordering_failure(cycle, (
-                "plugin ordering has a cycle among: " + ", ".join(cycle)
-                + " (check their after=/before= declarations)"))
-        return order
+            order.append(heapq.heappop(ready))
+            for name in later[order[-1]]:
+                waiting[name] -= 1
+                if waiting[name] == 0:
+                    heapq.heappush(ready, name)
+        if len(order) == len(active):
+            return order
+        cycle = _cycle({n: later[n] for n in active if n not in order})
+        return self._ordering_failure(cycle, "plugin ordering has a cycle among: "
+                                      + ", ".join(cycle)
+                                      + " (check their after=/before= declarations)")
 
     def _ordering_failure(self, names: list[str], message: str) -> list[str]:
         """Raise, or when tolerant mark ``names`` broken and order the rest."""
         if not self.tolerant:
             raise PluginError(message)
         for name in names:
-            record = self.records[name]
-            record.status, record.reason = BROKEN, message
+            self.records[name].status, self.records[name].reason = BROKEN, message
             self.manager.unregister(name=name)
         return self._resolve_order()
 
@@ -444,34 +391,22 @@ class PluginSet:
     def inactive(self) -> list[PluginRecord]:
         return [r for n, r in sorted(self.records.items()) if r.status != ACTIVE]
 
-    def implementation(self, plugin: str, hook: str) -> Any:
-        """The plugin's function for ``hook``, or ``None``."""
-        record = self.records[plugin]
-        return _hook_function(record.module, hook)
+
+def _cycle(stuck: dict[str, set[str]]) -> list[str]:
+    """The plugins on a cycle among ``stuck`` (plugin -> plugins that must follow it)."""
+    import graphlib
+
+    try:
+        graphlib.TopologicalSorter({n: {m for m in later if m in stuck}
+                                    for n, later in stuck.items()}).prepare()
+    except graphlib.CycleError as exc:
+        return sorted(set(exc.args[1]))
+    return sorted(stuck)
 
 
-def _on_a_cycle(stuck: set[str], edges: dict[str, set[str]]) -> list[str]:
-    """The stuck plugins that lie on a cycle (the rest merely follow one)."""
-    def reaches(start: str, goal: str) -> bool:
-        seen, pending = set(), [start]
-        while pending:
-            for target in edges[pending.pop()] & stuck:
-                if target == goal:
-                    return True
-                if target not in seen:
-                    seen.add(target)
-                    pending.append(target)
-        return False
-
-    return sorted(name for name in stuck if reaches(name, name))
-
-
-def _hook_function(plugin: Any, hook: str) -> Any:
-    function = getattr(plugin, hook, None)
-    if function is None or not hasattr(function, "megaplug_impl"):
-        return None
-    return function
-
-
-def _implemented_hooks(plugin: Any) -> tuple[str, ...]:
-    return tuple(h for h in HOOK_NAMES if _hook_function(plugin, h) is not None)
+def _implemented_hooks(plugin: Any, info: PluginInfo | None = None) -> tuple[str, ...]:
+    """The hooks a plugin implements (whether or not it registers); with ``info``, also the
+    phases it declares rules for."""
+    rules = info.rules.steps if info else {}
+    return tuple(hook for hook in hookspecs.HOOKS
+                 if hasattr(getattr(plugin, hook, None), "megaplug_impl") or rules.get(hook))

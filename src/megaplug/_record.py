@@ -1,11 +1,9 @@
 """Small value classes for the kernel's records, without ``@dataclass``.
 
-``@dataclass`` writes and compiles ``__init__``, ``__repr__`` and ``__eq__`` for each class
-when its module is imported -- about half a millisecond per class. The kernel's dozen
-records (problems, provenance, plugin facts, flag specs, ...) paid that on every training
-rank before any flag was read, a third of the kernel's import time. So they are plain
-``__slots__`` classes with hand-written ``__init__`` methods, and get equality, hashing and
-``repr`` by field from these bases.
+``@dataclass`` compiles ``__init__``, ``__repr__`` and ``__eq__`` for each class when its
+module is imported, a third of the kernel's import time on every training rank. So the
+records are ``__slots__`` classes whose typed ``__init__`` ends with ``self._fill(locals())``,
+and get equality, hashing and ``repr`` by field from these bases.
 """
 
 from __future__ import annotations
@@ -19,6 +17,11 @@ class Record:
     __slots__: tuple[str, ...] = ()
     #: Fields left out of equality, hashing and ``repr`` (caches, bulky payloads).
     _hidden: tuple[str, ...] = ()
+
+    def _fill(self, values: dict[str, Any]) -> None:
+        """Set every field from ``values`` (the ``locals()`` of ``__init__``)."""
+        for name in self.__slots__:
+            object.__setattr__(self, name, values[name])
 
     def _key(self) -> tuple[Any, ...]:
         return tuple(getattr(self, name) for name in self.__slots__ if name not in self._hidden)
@@ -38,8 +41,7 @@ class Record:
 
 
 class FrozenRecord(Record):
-    """A record whose fields cannot be reassigned after ``__init__`` (which sets them with
-    ``object.__setattr__``)."""
+    """A record whose fields cannot be reassigned after ``__init__``."""
 
     __slots__ = ()
 

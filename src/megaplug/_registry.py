@@ -63,27 +63,23 @@ class FlagTable:
         self.mutex_groups: list[list[str]] = []
 
     def add(self, spec: FlagSpec) -> None:
+        """Add a spec, or raise ``PluginError`` naming both owners of a dest, option string
+        or environment variable."""
         existing = self.by_dest.get(spec.dest)
         if existing and existing[0].plugin != spec.plugin:
-            raise PluginError(
-                f"plugins {existing[0].plugin!r} and {spec.plugin!r} both declare the "
-                f"setting {spec.dest!r}"
-            )
+            raise PluginError(f"plugins {existing[0].plugin!r} and {spec.plugin!r} both "
+                              f"declare the setting {spec.dest!r}")
         for option in spec.option_strings:
             owner = self.by_option.get(option)
             if owner is not None:
-                who = (
-                    f"plugins {owner.plugin!r} and {spec.plugin!r} both declare"
-                    if owner.plugin != spec.plugin
-                    else f"plugin {spec.plugin!r} declares twice"
-                )
-                raise PluginError(f"{who} the flag {option}")
-        if spec.env:
-            reader = self.by_env.get(spec.env)
-            if reader is not None and reader.dest != spec.dest:
-                raise PluginError(
-                    f"plugins {reader.plugin!r} and {spec.plugin!r} both read the environment "
-                    f"variable {spec.env} (into {reader.dest!r} and {spec.dest!r})")
+                raise PluginError(f"plugins {owner.plugin!r} and {spec.plugin!r} both declare "
+                                  f"the flag {option}" if owner.plugin != spec.plugin else
+                                  f"plugin {spec.plugin!r} declares twice the flag {option}")
+        reader = self.by_env.get(spec.env) if spec.env else None
+        if reader is not None and reader.dest != spec.dest:
+            raise PluginError(f"plugins {reader.plugin!r} and {spec.plugin!r} both read the "
+                              f"environment variable {spec.env} (into {reader.dest!r} and "
+                              f"{spec.dest!r})")
         self.specs.append(spec)
         self.by_dest.setdefault(spec.dest, []).append(spec)
         for option in spec.option_strings:
@@ -98,8 +94,8 @@ class FlagTable:
         return dest in self.by_dest
 
     def owner(self, dest: str) -> str | None:
-        specs = self.by_dest.get(dest)
-        return specs[0].plugin if specs else None
+        spec = self._first(dest)
+        return spec.plugin if spec else None
 
     def default(self, dest: str) -> Any:
         return self.by_dest[dest][0].default
@@ -108,33 +104,25 @@ class FlagTable:
         """The user-facing spelling for a dest or option string."""
         if name.startswith("-"):
             return name
-        specs = self.by_dest.get(name)
-        if specs:
-            for spec in specs:
-                if spec.option_strings:
-                    return spec.option_strings[0]
-        return name
+        spelled = (s.option_strings[0] for s in self.by_dest.get(name, ()) if s.option_strings)
+        return next(spelled, name)
 
     def lookup(self, name: str) -> FlagSpec | None:
-        """A spec by dest, option string, or option string without leading dashes."""
-        if name in self.by_option:
-            return self.by_option[name]
-        if name in self.by_dest:
-            return self.by_dest[name][0]
-        dashed = "--" + name.lstrip("-")
-        if dashed in self.by_option:
-            return self.by_option[dashed]
-        underscored = name.lstrip("-").replace("-", "_")
-        if underscored in self.by_dest:
-            return self.by_dest[underscored][0]
-        return None
+        """A spec by option string, dest, or either spelled without (or with) dashes."""
+        bare = name.lstrip("-")
+        return (self.by_option.get(name) or self._first(name)
+                or self.by_option.get("--" + bare) or self._first(bare.replace("-", "_")))
+
+    def _first(self, dest: str) -> FlagSpec | None:
+        specs = self.by_dest.get(dest)
+        return specs[0] if specs else None
 
     def suggest(self, name: str, candidates: Sequence[str] | None = None) -> str | None:
+        """The closest known spelling, for a 'did you mean' hint."""
         import difflib  # only a mistyped flag pays for it
 
         pool = candidates if candidates is not None else list(self.by_option)
-        matches = difflib.get_close_matches(name, pool, n=1, cutoff=0.75)
-        return matches[0] if matches else None
+        return next(iter(difflib.get_close_matches(name, pool, n=1, cutoff=0.75)), None)
 
     def plugin_specs(self, plugin: str) -> list[FlagSpec]:
         return [s for s in self.specs if s.plugin == plugin]

@@ -86,21 +86,14 @@ def take_config_files(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     """Split ``--config FILE`` / ``--config=FILE`` out of argv: (files, remaining argv)."""
     files: list[str] = []
     rest: list[str] = []
-    index = 0
-    while index < len(argv):
-        token = argv[index]
+    tokens = iter(argv)
+    for token in tokens:
         if token == "--":
-            rest.extend(argv[index:])
-            break
-        if token == "--config":
-            if index + 1 < len(argv):
-                files.append(os.fspath(argv[index + 1]))
-                index += 2
-                continue
+            rest += [token, *tokens]
+        elif token == "--config" and (path := next(tokens, None)) is not None:
+            files.append(os.fspath(path))
         elif token.startswith("--config="):
             files.append(token.split("=", 1)[1])
-            index += 1
-            continue
-        rest.append(token)
-        index += 1
+        else:
+            rest.append(token)
     return files, rest

@@ -80,9 +80,6 @@ class TargetEnvironment(MutableRecord):
             self._looked_up[import_name] = _installed_version(import_name)
         return self._looked_up[import_name]
 
-    def has_package(self, import_name: str) -> bool:
-        return self.package_version(import_name) is not None
-
     def version_at_least(self, import_name: str, minimum: str) -> bool:
         found = self.package_version(import_name)
         return found is not None and parse_version(found) >= parse_version(minimum)

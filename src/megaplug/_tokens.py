@@ -28,9 +28,7 @@ class Occurrence(MutableRecord):
     __slots__ = ("spec", "spelling", "raw")
 
     def __init__(self, spec: FlagSpec, spelling: str, raw: str | list[str] | None) -> None:
-        self.spec = spec
-        self.spelling = spelling
-        self.raw = raw
+        self._fill(locals())
 
 
 class Tokens(MutableRecord):
@@ -105,46 +103,34 @@ def split(argv: Sequence[str], options: Mapping[str, FlagSpec]) -> Tokens:
     return result
 
 
+#: How many values each ``nargs`` takes: (at least, at most); an int n takes exactly n.
+_ARITY: dict[str | None, tuple[int, int | None]] = {None: (1, 1), "?": (0, 1), "+": (1, None),
+                                                   "*": (0, None)}
+
+
 def _take_values(spec: FlagSpec, spelling: str, explicit: str | None, tokens: list[str],
                  kinds: list[str], index: int, result: Tokens) -> int:
     """Record one occurrence of ``spec``; returns the index of the next unread token."""
-    if not spec.takes_value:
-        if explicit is not None:
-            result.errors.append(f"argument {spelling}: ignored explicit argument {explicit!r}")
-        else:
-            result.occurrences.append(Occurrence(spec, spelling, None))
-        return index
     nargs = spec.nargs
-    if explicit is not None:
-        if nargs in (None, "?"):
+    if not spec.takes_value or explicit is not None:
+        if not spec.takes_value and explicit is not None:
+            result.errors.append(f"argument {spelling}: ignored explicit argument {explicit!r}")
+        elif not spec.takes_value or nargs in (None, "?"):
             result.occurrences.append(Occurrence(spec, spelling, explicit))
         elif nargs in ("+", "*", 1):
             result.occurrences.append(Occurrence(spec, spelling, [explicit]))
         else:
             result.errors.append(f"argument {spelling}: {_expected(nargs)}")
         return index
+    low, high = _ARITY[nargs] if nargs in _ARITY else (int(nargs), int(nargs))  # type: ignore
     available = 0
     while index + available < len(tokens) and kinds[index + available] == "A":
         available += 1
-    if nargs is None:
-        if available < 1:
-            result.errors.append(f"argument {spelling}: {_expected(nargs)}")
-            return index
-        result.occurrences.append(Occurrence(spec, spelling, tokens[index]))
-        return index + 1
-    if nargs == "?":
-        taken = tokens[index:index + min(available, 1)]
-        result.occurrences.append(Occurrence(spec, spelling, taken[0] if taken else None))
-        return index + len(taken)
-    if nargs in ("+", "*"):
-        if nargs == "+" and available < 1:
-            result.errors.append(f"argument {spelling}: {_expected(nargs)}")
-            return index
-        result.occurrences.append(Occurrence(spec, spelling, tokens[index:index + available]))
-        return index + available
-    count = int(nargs)
-    if available < count:
-        result.errors.append(f"argument {spelling}: {_expected(count)}")
-        return index + available
-    result.occurrences.append(Occurrence(spec, spelling, tokens[index:index + count]))
-    return index + count
+    taken = available if high is None else min(available, high)
+    if taken < low:
+        result.errors.append(f"argument {spelling}: {_expected(nargs)}")
+        return index + (available if isinstance(nargs, int) else 0)
+    values = tokens[index:index + taken]
+    raw = (values[0] if values else None) if nargs in (None, "?") else values
+    result.occurrences.append(Occurrence(spec, spelling, raw))
+    return index + taken

@@ -68,22 +68,16 @@ def to_torch(value: Any) -> Any:
 def encode(value: Any) -> Any:
     """JSON form of a resolved value: dtypes as ``'torch.x'``, enums as ``'Class.member'``,
     tuples as lists, sets as sorted lists."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        if isinstance(value, enum.IntEnum):
-            return int(value)  # signal.Signals: JSON and Megatron's parity files hold the number
-        if isinstance(value, enum.Enum):
-            return f"{type(value).__name__}.{value.name}"
-        return value
+    if isinstance(value, enum.IntEnum):
+        return int(value)  # signal.Signals: JSON and Megatron's parity files hold the number
     if isinstance(value, enum.Enum):
         return f"{type(value).__name__}.{value.name}"
-    if isinstance(value, TorchDType):
-        return str(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
     if isinstance(value, (list, tuple)):
         return [encode(v) for v in value]
     if isinstance(value, (set, frozenset)):
         return sorted((encode(v) for v in value), key=repr)
     if isinstance(value, dict):
         return {str(k): encode(v) for k, v in value.items()}
-    if type(value).__module__ == "torch":
-        return str(value)
-    return str(value)
+    return str(value)  # a TorchDType, a torch dtype, anything else: as it prints

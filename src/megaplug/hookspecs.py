@@ -1,7 +1,10 @@
-"""The four hooks a megaplug plugin may implement.
+"""The four hooks a megaplug plugin may implement, and the phases its rules run in.
 
 This module is the plugin author's manual. A resolve runs the phases in this order, each
-phase calling every active plugin in the declared (topological) plugin order:
+phase calling every active plugin in the declared (topological) plugin order: first the
+plugin's hook of that phase, if it implements one, then the rules it declares for the
+phase with :class:`megaplug.Rules` (``PluginInfo(rules=...)``), which is the usual way
+to write them. Each contract below holds for a phase's hook and its rules alike.
 
 1. ``add_args``  - once per process: declare settings.
 2. (kernel)       - fill values: declared defaults, config files, environment, command
@@ -13,6 +16,12 @@ phase calling every active plugin in the declared (topological) plugin order:
 Problems from every phase are collected; the resolve fails once, at the end, with all of
 them. A plugin names the plugins it must follow with ``PluginInfo(after=...)`` (or
 precede, with ``before=...``); registration and installation order never matter.
+
+pluggy validates every implementation when its plugin registers: a misspelt hook name or
+an argument the hook does not offer makes the plugin *broken*, named in the error. The
+kernel calls each plugin's hook on its own, in the declared order, so that a plugin that
+raises is reported and the others still run; pluggy's ``tryfirst``, ``trylast`` and
+wrapper options would reorder or wrap calls across plugins, so they are refused too.
 """
 
 from __future__ import annotations
@@ -28,6 +37,11 @@ if TYPE_CHECKING:
 
 hookspec = pluggy.HookspecMarker("megaplug")
 hookimpl = pluggy.HookimplMarker("megaplug")
+
+#: The phases of a resolve after ``add_args``, in the order they run.
+PHASES = ("normalize", "derive", "validate")
+#: Every hook a plugin may implement.
+HOOKS = ("add_args", *PHASES)
 
 
 @hookspec

@@ -28,7 +28,6 @@ class NeighbourOptions:
     world_size: Annotated[int, FromEnv("WORLD_SIZE")] = 1
     tensor_model_parallel_size: int = 1
     data_parallel_size: Annotated[Optional[int], Computed("world / tensor parallel")] = None
-    gtp_weight_remat_size: int = 1
     transformer_impl: str = "transformer_engine"
     add_bias_linear: Annotated[bool, Flag("--disable-bias-linear")] = True
     position_embedding_type: str = "learned_absolute"
@@ -39,10 +38,7 @@ class NeighbourOptions:
     tp_comm_overlap: bool = False
     eval_global_batch_size: Optional[int] = None
     eval_micro_batch_size: Optional[int] = None
-    inference_cuda_graph_scope: Optional[str] = None
     ckpt_format: str = "torch_dist"
-    use_torch_fsdp2: bool = False
-    use_megatron_fsdp: bool = False
     use_distributed_optimizer: bool = False
     overlap_param_gather: bool = False
 

@@ -41,7 +41,6 @@ class NeighbourOptions:
     bias_gelu_fusion: Annotated[bool, Flag("--no-bias-gelu-fusion")] = True
     apply_rope_fusion: Annotated[bool, Flag("--no-rope-fusion")] = True
     attention_softmax_in_fp32: bool = False
-    use_torch_fsdp2: bool = False
     tensor_model_parallel_size: int = 1
     pipeline_model_parallel_size: int = 1
     optimizer: str = "adam"

@@ -1,8 +1,8 @@
 """Test support for the parallel, precision and experimental plugins.
 
 The three plugins are resolved on their own with a small stand-in that declares the few
-settings of other plugins they read (layer counts, FSDP switches, the optimizer, the
-checkpoint format...), so these tests do not depend on how the other plugins progress.
+settings of other built-in plugins they read (layer counts, the optimizer, the checkpoint
+format...), so these tests do not depend on how the other plugins progress.
 Full-stack tests use ``megaplug.load([])`` instead.
 """
 
@@ -30,8 +30,6 @@ class _NeighbourOptions:
     mtp_hybrid_override_pattern: Optional[str] = None
     seq_length: Optional[int] = None
     deterministic_mode: bool = False
-    use_megatron_fsdp: bool = False
-    use_torch_fsdp2: bool = False
     optimizer: str = "adam"
     ckpt_format: str = "torch_dist"
     check_for_nan_in_loss_and_grad: Annotated[
@@ -41,22 +39,16 @@ class _NeighbourOptions:
     apply_query_key_layer_scaling: bool = False
     fp32_residual_connection: bool = False
     transformer_impl: str = "transformer_engine"
-    expert_model_parallel_size: int = 1
-    moe_token_dispatcher_type: str = "allgather"
-    overlap_moe_expert_parallel_comm: bool = False
     dataloader_type: Optional[str] = None
     sequence_packing_scheduler: Optional[str] = None
     cuda_graph_modules: list[str] = field(default_factory=list)
-    inference_cuda_graph_scope: str = "none"
     dist_ckpt_optim_fully_reshardable: bool = False
     distrib_optim_fully_reshardable_mem_efficient: bool = False
-    gtp_remat_reduce_scatter_with_fp32_accumulation: bool = False
-    gtp_weight_remat_size: int = 1
     use_dist_ckpt: Annotated[Optional[bool], Computed("ckpt_format is not torch")] = None
 
 
 class Neighbours:
-    """Stands in for the model, training, checkpointing, FSDP, MoE and GTP plugins."""
+    """Stands in for the model, training and checkpointing plugins."""
 
     megaplug_plugin = PluginInfo(name="neighbours", description="test stand-in")
 

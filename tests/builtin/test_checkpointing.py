@@ -202,12 +202,11 @@ def test_a_jump_without_replication_is_dropped():
 
 # -- formats and parallel save/load ---------------------------------------------------------
 
-def test_torch_dcp_needs_fsdp2_and_no_model_parallelism():
+def test_torch_dcp_needs_no_model_parallelism():
     assert errors("--ckpt-format", "torch_dcp", "--tensor-model-parallel-size", "2") == [
-        "--ckpt-format torch_dcp is only supported with --use-torch-fsdp2",
         "--ckpt-format torch_dcp is not supported with --tensor-model-parallel-size 2",
     ]
-    assert run("--ckpt-format", "torch_dcp", "--use-torch-fsdp2").use_dist_ckpt is True
+    assert run("--ckpt-format", "torch_dcp").use_dist_ckpt is True
 
 
 def test_emerging_optimizers_save_in_torch_or_torch_dist():
@@ -249,4 +248,4 @@ def test_risky_parallel_save_and_load_settings_warn():
 def test_invalid_choices_are_rejected_at_parse_time():
     found = problems([*BASE, "--ckpt-format", "NONE"])
     assert found[0].plugin == "checkpointing"
-    assert found[0].message == "--ckpt-format: invalid choice 'NONE' (command line)"
+    assert found[0].message == "--ckpt-format: invalid choice 'NONE'"

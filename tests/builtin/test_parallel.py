@@ -12,9 +12,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ppe_support import ENV, messages, problems, resolve, warnings_of  # noqa: E402
 
 import megaplug  # noqa: E402
-from megaplug import PluginInfo, hookimpl  # noqa: E402
-from megaplug._kernel import Kernel  # noqa: E402
-from megaplug._plugins import PluginSelection, PluginSet  # noqa: E402
 from megaplug.builtin import parallel  # noqa: E402
 
 
@@ -98,58 +95,6 @@ def test_a_negative_world_size_follows_megatrons_arithmetic_too():
         [], env={**ENV, "WORLD_SIZE": "0"})
 
 
-# -- GTP weight shards and sequence shards (as the gtp plugin leaves them) ------------------
-
-
-class _Gtp:
-    """Plays the gtp plugin: 2 weight-remat ranks, optionally folding 2 sequence shards into CP."""
-
-    megaplug_plugin = PluginInfo(name="gtp", description="test stand-in", before=("parallel",))
-
-    def __init__(self, fold: bool) -> None:
-        self.fold = fold
-
-    @hookimpl
-    def add_args(self, flags):
-        flags.add_argument("--gtp-weight-remat-size", type=int, default=2)
-
-    @hookimpl
-    def normalize(self, config):
-        if self.fold:
-            config.set("context_parallel_size", config.context_parallel_size * 2,
-                       inputs=("context_parallel_size", "tensor_parallel_num_sequence_shards"))
-
-
-class _SequenceShards:
-    megaplug_plugin = PluginInfo(name="shards", description="test stand-in")
-
-    @hookimpl
-    def add_args(self, flags):
-        flags.add_argument("--tensor-parallel-num-sequence-shards", type=int, default=4)
-
-
-def _gtp_kernel(fold: bool) -> Kernel:
-    plugins = [parallel, _Gtp(fold), _SequenceShards()]
-    return Kernel(PluginSet(PluginSelection(autoload=False), builtins=plugins))
-
-
-def _resolve_with_gtp(fold: bool) -> megaplug.Resolved:
-    env = {**ENV, "WORLD_SIZE": "16"}
-    target = megaplug.TargetEnvironment(environ=env, device_capability=(9, 0))
-    return _gtp_kernel(fold).resolve(["--tensor-model-parallel-size", "2"], environ=env,
-                                     target=target)
-
-
-def test_gtp_weight_shards_count_in_the_model_replica():
-    assert _resolve_with_gtp(fold=False).data_parallel_size == 4
-
-
-def test_gtp_sequence_shards_folded_into_cp_do_not_count_twice():
-    resolved = _resolve_with_gtp(fold=True)
-    assert resolved.context_parallel_size == 2
-    assert resolved.data_parallel_size == 4
-
-
 # -- context parallelism -------------------------------------------------------------------
 
 
@@ -184,9 +129,8 @@ def test_hybrid_context_parallel_is_the_old_name_of_dynamic_cp():
 
 
 def test_dynamic_cp_requirements():
-    found = messages(["--dynamic-context-parallel", "--use-megatron-fsdp", "--dataloader-type",
+    found = messages(["--dynamic-context-parallel", "--dataloader-type",
                       "cyclic", "--sequence-packing-scheduler", "dp_balanced"])
-    assert "--dynamic-context-parallel does not work with Megatron-FSDP" in found
     assert "--dynamic-context-parallel needs --dataloader-type single, got cyclic" in found
     assert ("--dynamic-context-parallel needs --sequence-packing-scheduler default_dynamic_cp, "
             "got dp_balanced") in found
@@ -266,31 +210,14 @@ def test_cuda_device_max_connections_must_be_1_for_tp_before_blackwell():
                    env={**env, "CUDA_DEVICE_MAX_CONNECTIONS": "1"})
 
 
-def test_cuda_device_max_connections_is_only_a_warning_with_fsdp():
-    env = {"WORLD_SIZE": "8", "RANK": "0", "CUDA_DEVICE_MAX_CONNECTIONS": "32"}
-    resolved = resolve(["--tensor-model-parallel-size", "2", "--use-megatron-fsdp"], env=env)
-    assert any("Megatron-FSDP" in w and "CUDA_DEVICE_MAX_CONNECTIONS" in w
-               for w in warnings_of(resolved))
-
-
-def test_fsdp_gets_high_priority_streams():
-    resolved = resolve(["--use-torch-fsdp2", "--expert-model-parallel-size", "2"])
-    assert resolved.high_priority_stream_groups == ["dp_cp", "ep_dp"]
-    assert resolve(["--use-megatron-fsdp"]).high_priority_stream_groups == []
-    assert resolve(["--use-megatron-fsdp"], capability=(10, 0)).high_priority_stream_groups == [
-        "dp_cp"]
-    assert resolve(["--use-torch-fsdp2", "--high-priority-stream-groups", "dp_cp"]) \
-        .high_priority_stream_groups == ["dp_cp"]
-
-
 # -- DDP, distributed optimizer and process groups ------------------------------------------
 
 
 def test_overlap_param_gather_needs_sharded_parameters_and_grad_overlap():
     found = messages(["--overlap-param-gather"])
     assert found == [
-        "--overlap-param-gather needs sharded parameters: --use-distributed-optimizer, "
-        "--use-megatron-fsdp or --optimizer dist_muon",
+        "--overlap-param-gather needs sharded parameters: --use-distributed-optimizer "
+        "or --optimizer dist_muon",
         "--overlap-param-gather needs --overlap-grad-reduce"]
     assert resolve(["--overlap-param-gather", "--overlap-grad-reduce", "--optimizer", "dist_muon"])
     assert resolve(["--overlap-param-gather", "--overlap-grad-reduce",
@@ -350,8 +277,6 @@ def test_fake_process_group_turns_off_gloo_and_the_nan_check():
     # the Gloo requirement is judged on what the user chose, as Megatron does
     assert resolve(["--fake-process-group", "--use-distributed-optimizer",
                     "--ckpt-format", "torch"])
-    assert messages(["--fake-process-group", "--moe-token-dispatcher-type", "flex"]) == [
-        "--fake-process-group does not work with --moe-token-dispatcher-type flex"]
 
 
 def test_delay_wgrad_compute_requirements():

@@ -78,12 +78,10 @@ def test_bf16_main_grads_are_not_accumulated_in_fp32():
         "is bfloat16"]
 
 
-def test_fp32_accumulation_turns_off_fp32_accumulating_reduce_scatters():
-    resolved = resolve(["--bf16", "--ddp-reduce-scatter-with-fp32-accumulation",
-                        "--gtp-remat-reduce-scatter-with-fp32-accumulation"])
+def test_fp32_accumulation_turns_off_the_fp32_accumulating_reduce_scatter():
+    resolved = resolve(["--bf16", "--ddp-reduce-scatter-with-fp32-accumulation"])
     assert resolved.ddp_reduce_scatter_with_fp32_accumulation is False
-    assert resolved.gtp_remat_reduce_scatter_with_fp32_accumulation is False
-    assert sum("already reduces in fp32" in w for w in warnings_of(resolved)) == 2
+    assert sum("already reduces in fp32" in w for w in warnings_of(resolved)) == 1
     kept = resolve(["--bf16", "--grad-reduce-in-bf16",
                     "--ddp-reduce-scatter-with-fp32-accumulation"])
     assert kept.ddp_reduce_scatter_with_fp32_accumulation is True
@@ -132,9 +130,8 @@ def test_fp4_needs_transformer_engine_2_7():
 def test_low_precision_param_gather_needs_sharded_parameters():
     found = messages(["--fp8-format", "e4m3", "--fp8-param-gather"])
     assert found == ["--fp8-param-gather needs sharded parameters: --use-distributed-optimizer, "
-                     "--use-torch-fsdp2 or --use-megatron-fsdp"]
+                     "or a fully sharded data-parallel implementation"]
     assert resolve(["--fp8-format", "e4m3", "--fp8-param-gather", "--use-distributed-optimizer"])
-    assert resolve(["--fp8-param-gather", "--use-torch-fsdp2"]).fp8_param_gather
 
 
 def test_fp4_param_gather_needs_fp4():
@@ -149,18 +146,6 @@ def test_mxfp8_inference_layers_need_flashinfer():
     assert messages(argv) == ["--fp8-recipe mxfp8 with --transformer-impl inference_optimized "
                               "requires flashinfer >= 0.6.4, not installed"]
     assert resolve(argv, packages={"flashinfer": "0.6.4"})
-
-
-def test_fp8_with_block_scoped_inference_graphs():
-    argv = ["--fp8-format", "e4m3", "--inference-cuda-graph-scope", "block"]
-    assert messages(argv) == [
-        "fp8 with --inference-cuda-graph-scope block needs --transformer-impl inference_optimized",
-        "fp8 with --inference-cuda-graph-scope block supports only --fp8-recipe mxfp8, got delayed"]
-    assert resolve([*argv, "--transformer-impl", "inference_optimized", "--fp8-recipe", "mxfp8"],
-                   packages={"flashinfer": "0.7"})
-
-
-# -- mixed-precision options ---------------------------------------------------------------------
 
 
 def test_fp16_cross_entropy_needs_fp16():

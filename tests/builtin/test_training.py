@@ -132,7 +132,7 @@ def test_eval_batch_sizes_default_to_training_ones():
 def test_eval_global_batch_must_split_over_data_parallel_ranks():
     found = problems("--global-batch-size", "32", "--eval-micro-batch-size", "8")
     assert [p.message for p in found] == [
-        "--global-batch-size 32 must be divisible by --eval-micro-batch-size 8 x data-parallel "
+        "--global-batch-size 32 must be divisible by --eval-micro-batch-size 8 x batch-parallel "
         "size 8 = 64 (evaluation batch sizes default to the training ones)"]
     assert found[0].flags == ("--global-batch-size", "--eval-micro-batch-size",
                               "data_parallel_size")
@@ -144,9 +144,13 @@ def test_default_eval_sizes_check_the_training_global_batch():
     assert "--global-batch-size 16 must be divisible by --micro-batch-size 4" in text
 
 
-def test_gtp_remat_size_counts_in_eval_divisibility():
-    text = messages("--global-batch-size", "16", "--gtp-weight-remat-size", "2")
-    assert "x GTP weight-remat size 2 = 32" in text
+def test_batch_parallel_ranks_are_the_world_over_one_model_parallel_group():
+    # a feature that groups data-parallel ranks (GTP) shrinks data_parallel_size, not this
+    resolved = resolve("--tensor-model-parallel-size", "2")
+    assert resolved.global_batch_size == 8  # micro batch 2 x (8 ranks / TP 2)
+    assert "--eval-micro-batch-size 4 x batch-parallel size 4 = 16" in messages(
+        "--tensor-model-parallel-size", "2", "--global-batch-size", "24",
+        "--eval-micro-batch-size", "4")
 
 
 def test_step_schedule_excludes_global_batch_size():

@@ -77,30 +77,18 @@ def test_full_scope_means_the_whole_layer():
     assert "full is deprecated" in warnings(resolved)
 
 
-def test_full_iteration_inference_migrates_to_inference_scope():
+def test_full_iteration_inference_leaves_the_module_list():
+    # its meaning, an inference CUDA-graph scope, is migrated by the inference plugin
     resolved = resolve("--cuda-graph-impl", "local", "--cuda-graph-modules",
                        "full_iteration_inference", "attn")
-    assert resolved.inference_cuda_graph_scope == "block"
     assert resolved.cuda_graph_modules == [CudaGraphModule.attn]
-    assert "setting --inference-cuda-graph-scope=block" in warnings(resolved)
+    assert resolved.cuda_graph_impl == "local"
 
 
 def test_full_iteration_migrates_to_full_iteration_impl():
     resolved = resolve("--cuda-graph-impl", "local", "--cuda-graph-modules", "full_iteration")
     assert resolved.cuda_graph_impl == "full_iteration"
     assert resolved.cuda_graph_modules == []
-
-
-def test_retired_module_has_no_effect_without_graphs():
-    resolved = resolve("--cuda-graph-modules", "full_iteration_inference")
-    assert resolved.inference_cuda_graph_scope is None
-    assert "has no effect with --cuda-graph-impl none" in warnings(resolved)
-
-
-def test_retired_module_conflicts_with_explicit_inference_scope():
-    text = messages("--cuda-graph-impl", "local", "--cuda-graph-modules",
-                    "full_iteration_inference", "--inference-cuda-graph-scope", "layer")
-    assert "cannot be combined with --inference-cuda-graph-scope layer" in text
 
 
 def test_retired_module_needs_local_impl():
@@ -117,15 +105,6 @@ def test_full_iteration_migrates_even_without_an_impl():
     text = messages("--no-check-for-nan-in-loss-and-grad", "--cuda-graph-modules",
                     "moe_router", "full_iteration")
     assert "cannot be used with --cuda-graph-impl full_iteration" in text
-
-
-def test_retired_module_accepts_its_own_inference_scope():
-    resolved = resolve("--cuda-graph-impl", "local", "--cuda-graph-modules",
-                       "full_iteration_inference", "--inference-cuda-graph-scope", "block")
-    assert resolved.inference_cuda_graph_scope == "block"
-    text = messages("--cuda-graph-impl", "local", "--cuda-graph-modules", "full_iteration",
-                    "--inference-cuda-graph-scope", "layer")
-    assert "full_iteration cannot be combined with --inference-cuda-graph-scope layer" in text
 
 
 def test_two_retired_modules_at_once():

@@ -37,7 +37,7 @@ def test_eval_batch_divisibility_with_the_real_layout(kernel):
     with pytest.raises(megaplug.ConfigError) as info:
         _resolve(kernel, "--global-batch-size", "24")
     assert any(p.plugin == "training" and "--global-batch-size 24 must be divisible by "
-               "--micro-batch-size 2 x data-parallel size 8" in p.message
+               "--micro-batch-size 2 x batch-parallel size 8" in p.message
                for p in info.value.problems)
 
 

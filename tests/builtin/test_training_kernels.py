@@ -110,11 +110,6 @@ def test_deterministic_mode_rejects_nondeterministic_environments(env, text):
 # -- optimizers and frozen training ------------------------------------------------------
 
 
-def test_emerging_optimizer_rejects_fsdp():
-    text = messages("--optimizer", "muon", "--use-torch-fsdp2")
-    assert "--optimizer muon does not support --use-torch-fsdp2 yet" in text
-
-
 def test_emerging_optimizer_needs_torch_checkpoints():
     text = messages("--optimizer", "lion", "--ckpt-format", "fsdp_dtensor")
     assert "supports only --ckpt-format torch or torch_dist (got fsdp_dtensor)" in text

@@ -20,7 +20,7 @@ def test_explain_on_an_invalid_configuration_shows_value_provenance_and_its_prob
     mine = lines[lines.index("problems involving global_batch_size:") + 1:]
     assert mine == [
         "  - [training] --global-batch-size 3 must be divisible by --micro-batch-size 2 x "
-        "data-parallel size 1 = 2 (evaluation batch sizes default to the training ones) "
+        "batch-parallel size 1 = 2 (evaluation batch sizes default to the training ones) "
         "(hint: use a batch size that is a multiple of 2 (such as 2 or 4), or "
         "--micro-batch-size 1)",
         "(1 other problem in the configuration: listed on stderr)"]
@@ -107,4 +107,5 @@ def test_config_file_bad_value_hides_its_knock_ons(tmp_path):
     config.write_text("micro_batch_size: lots\n")
     found = _problems(*VALID[:-2], config_files=[str(config)])
     assert found == [f"[training] --micro-batch-size in config file {config}: invalid int value "
-                     "'lots': invalid literal for int() with base 10: 'lots'"]
+                     "'lots' (invalid literal for int() with base 10: 'lots') (hint: give "
+                     "--micro-batch-size an int value)"]

@@ -143,7 +143,7 @@ def test_list_has_a_header_and_sorts_by_name_unless_asked_for_the_order(capsys, 
     ordered = [line.split()[0] for line in out.splitlines()[1:]
                if not line.lstrip().startswith("->")]
     assert ordered.index("parallel") < ordered.index("training")
-    assert ordered.index("gtp") < ordered.index("parallel") and ordered[-1] == "kitchen"
+    assert ordered.index("parallel") < ordered.index("gtp") and ordered[-1] == "kitchen"
 
 
 def test_list_warns_when_a_plugin_and_its_entry_point_are_named_apart(

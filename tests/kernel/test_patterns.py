@@ -65,11 +65,12 @@ def test_known_patterns(text, value):
 
 @pytest.mark.parametrize("text, message", [
     ("__import__('os').system('touch /tmp/megaplug-pwned')", "unexpected character '_'"),
-    ("[1]*", "expected a number, '[' or '(' but found end of input"),
+    ("[1]*", "'[1]*' is not a complete expression"),
     ("[1]+1", "cannot add a list and a number"),
     ("[1]*[2]", "cannot multiply two lists"),
     ("[[1]]", "list elements must be integers"),
-    ("(1", "expected ')' but found end of input"),
+    ("(1", "'(1' is not a complete expression"),
+    ("(1, 2)", "unsupported expression at position 0"),
     ("", "empty pattern"),
     ("1.5", "unexpected character '.'"),
     ("-1", "unexpected character '-'"),

@@ -1,6 +1,6 @@
 """Given settings dumped to a config file reproduce the configuration exactly.
 
-For every shared parity case Megatron accepted: resolve, dump ``Resolved.given()``
+For every shared parity case Megatron accepted: resolve, dump ``Resolved.given_values()``
 (values through ``megaplug._values.encode``: enums as ``Class.member``, dtypes as
 ``torch.x``) to YAML and to JSON, resolve again from only that file with the same
 environment, caller defaults and target, and compare every value. The command line does
@@ -55,7 +55,7 @@ def test_every_accepted_case_round_trips_through_a_file(tmp_path: Path, form: st
     for name, case in CASES:
         first = _resolve(case, case["argv"])
         path = tmp_path / f"{name}.{form}"
-        _write(path, first.given(), form)
+        _write(path, first.given_values(), form)
         again = _resolve(case, [], [str(path)])
         before, after = _encoded(first), _encoded(again)
         differing = sorted(k for k in before.keys() | after.keys()
@@ -99,7 +99,7 @@ def test_the_cli_given_dump_round_trips(tmp_path: Path, form: str) -> None:
 
 def test_given_holds_what_was_given_not_what_was_derived() -> None:
     name, case = next((n, c) for n, c in CASES if "--num-layers" in c["argv"])
-    given = _resolve(case, case["argv"]).given()
+    given = _resolve(case, case["argv"]).given_values()
     assert "num_layers" in given
     assert "data_parallel_size" not in given  # computed, never given
     assert all(not k.startswith("_") for k in given)

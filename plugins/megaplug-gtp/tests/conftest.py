@@ -33,14 +33,13 @@ FOREIGN_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--fp8-param-gather",), {"action": "store_true"}),
     (("--reuse-grad-buf-for-mxfp8-param-ag",), {"action": "store_true"}),
     (("--dist-ckpt-optim-fully-reshardable",), {"action": "store_true"}),
-    # the seed's newer Megatron has this; no plugin declares it yet
-    (("--tensor-parallel-num-sequence-shards",), {"type": int, "default": None}),
     (("--distrib-optim-fully-reshardable-mem-efficient",), {"action": "store_true"}),
 ]
 
 
 class _Parallel:
-    """Declares the foreign flags and derives the data-parallel size the way Megatron does."""
+    """Declares the foreign flags and derives the data-parallel size as the parallel plugin
+    does: the world over one model-parallel group (GTP takes its remat ranks out after)."""
 
     megaplug_plugin = PluginInfo(name="parallel")
 
@@ -52,9 +51,19 @@ class _Parallel:
 
     @hookimpl
     def derive(self, config: Any) -> None:
-        model = (config.tensor_model_parallel_size * config.context_parallel_size
-                 * config.get("gtp_weight_remat_size", 1))
-        config.set("data_parallel_size", config.world_size // model)
+        group = config.tensor_model_parallel_size * config.context_parallel_size
+        config.set("data_parallel_size", config.world_size // group)
+
+
+class _Precision:
+    """Plays the precision plugin: bf16 training accumulates gradients in fp32."""
+
+    megaplug_plugin = PluginInfo(name="precision")
+
+    @hookimpl
+    def derive(self, config: Any) -> None:
+        if config.bf16 and not config.grad_reduce_in_bf16:
+            config.set("accumulate_allreduce_grads_in_fp32", True, inputs=("bf16",))
 
 
 from dataclasses import dataclass  # noqa: E402
@@ -68,7 +77,7 @@ class _ParallelComputed:
     data_parallel_size: Annotated[int, Computed()] = 1
 
 
-KERNEL, _ = megaplug.load(builtins=[_Parallel(), megaplug_gtp],
+KERNEL, _ = megaplug.load(builtins=[_Parallel(), _Precision(), megaplug_gtp],
                           environ={"MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD": "1"})
 
 

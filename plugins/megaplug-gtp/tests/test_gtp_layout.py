@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from megaplug_gtp.layout import (
-    LayoutError,
-    resolve_tensor_parallel_sequence_shards,
-    resolve_tensor_parallel_weight_shards,
-)
+from megaplug_gtp.layout import LayoutError, resolve_tensor_parallel_weight_shards
 
 
 @pytest.mark.parametrize("tp, shards, expected", [
@@ -31,14 +27,3 @@ def test_weight_shards_must_be_positive_multiples(tp, shards):
     with pytest.raises(LayoutError) as info:
         resolve_tensor_parallel_weight_shards(tp, shards)
     assert info.value.hint
-
-
-def test_sequence_shards():
-    assert resolve_tensor_parallel_sequence_shards(2, None, 4, True) == (2, 1)
-    assert resolve_tensor_parallel_sequence_shards(2, 4, 4, True) == (4, 2)
-    with pytest.raises(LayoutError):
-        resolve_tensor_parallel_sequence_shards(2, 4, 4, False)
-    with pytest.raises(LayoutError):
-        resolve_tensor_parallel_sequence_shards(2, 6, 4, True)
-    with pytest.raises(LayoutError):
-        resolve_tensor_parallel_sequence_shards(2, 3, 4, True)

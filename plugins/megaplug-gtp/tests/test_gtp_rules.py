@@ -120,25 +120,19 @@ def test_nccl_proto_simple_warns(resolve):
     assert any("NCCL_PROTO" in w.message for w in r.warnings)
 
 
-SEQUENCE_SHARDED = ("--tensor-model-parallel-size", "2", "--tensor-parallel-num-weight-shards",
-                    "4", "--tensor-parallel-num-sequence-shards", "4", "--sequence-parallel")
+def test_remat_ranks_must_divide_the_data_parallel_ranks(resolve, problems):
+    # 8 ranks / tp 2 = 4 data-parallel ranks; a remat size of 8 cannot group them
+    assert problems("--tensor-model-parallel-size", "2", "--tensor-parallel-num-weight-shards",
+                    "16") == ["world size 8 is not divisible by the model-parallel size 16 "
+                              "(TP 2 x PP 1 x CP 1 x GTP weight shards 8)"]
+    resolved = resolve(*GTP)
+    assert resolved.source("data_parallel_size").plugin == "gtp"
+    assert resolved.source("data_parallel_size").rule == "remat_ranks_leave_data_parallelism"
 
 
-def test_sequence_shards_fold_into_context_parallel(resolve):
-    r = resolve(*SEQUENCE_SHARDED, env={"WORLD_SIZE": "16"})
-    assert r.context_parallel_size == 2
-    assert r.source("context_parallel_size").plugin == "gtp"
-    assert resolve(*GTP).context_parallel_size == 1
-
-
-def test_sequence_sharding_constraints(problems):
-    env = {"WORLD_SIZE": "16"}
-    assert problems(*SEQUENCE_SHARDED, env=env) == []
-    assert any("torch_dist" in m for m in problems(*SEQUENCE_SHARDED, "--ckpt-format", "torch",
-                                                   env=env))
-    assert any("--use-torch-fsdp2" in m
-               for m in problems(*SEQUENCE_SHARDED, "--use-torch-fsdp2", env=env))
-    assert any("--use-tp-pp-dp-mapping" in m
-               for m in problems(*SEQUENCE_SHARDED, "--use-tp-pp-dp-mapping", env=env))
-    assert any("sequence parallelism" in m
-               for m in problems(*SEQUENCE_SHARDED[:-1], env=env))
+def test_fp32_gradient_reduction_turns_off_fp32_accumulating_reduce_scatter(resolve):
+    flag = "--gtp-remat-reduce-scatter-with-fp32-accumulation"
+    resolved = resolve(*GTP, flag, "--bf16")
+    assert resolved.gtp_remat_reduce_scatter_with_fp32_accumulation is False
+    assert any(w.message.startswith(f"turning off {flag}") for w in resolved.warnings)
+    assert resolve(*GTP, flag).gtp_remat_reduce_scatter_with_fp32_accumulation is True

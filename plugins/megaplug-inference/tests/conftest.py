@@ -1,8 +1,8 @@
 """Fixtures for the inference plugin tests: a kernel with the plugin and a stand-in host.
 
-The stand-in plays the training plugin (owner of --cuda-graph-impl, which migrates a
-retired module spelling into the inference scope during normalize) and the parallel
-plugin, with Megatron's defaults.
+The stand-in plays the training plugin (owner of --cuda-graph-impl and the module list,
+from which it drops retired spellings during normalize) and the parallel plugin, with
+Megatron's defaults.
 """
 
 from __future__ import annotations
@@ -29,15 +29,18 @@ class Host:
                            choices=["none", "local", "transformer_engine", "full_iteration"])
         flags.add_argument("--cuda-graph-modules", nargs="+", default=[])
         flags.add_argument("--pipeline-model-parallel-size", type=int, default=1)
+        flags.add_argument("--fp8-format", dest="fp8", default=None)
+        flags.add_argument("--fp8-recipe", default="delayed")
+        flags.add_argument("--transformer-impl", default="transformer_engine")
 
     @hookimpl
     def normalize(self, config):
-        # Like the training plugin: a retired module spelling moves into the inference scope.
+        # Like the training plugin: retired spellings leave the module list (the inference
+        # plugin reads them from what was given).
         modules = config.cuda_graph_modules
-        if "full_iteration_inference" in modules and config.cuda_graph_impl != "none":
-            config.set("inference_cuda_graph_scope", "block", inputs=("cuda_graph_modules",))
-            config.set("cuda_graph_modules", [m for m in modules
-                                              if m != "full_iteration_inference"])
+        kept = [m for m in modules if m not in ("full_iteration", "full_iteration_inference")]
+        if kept != modules:
+            config.set("cuda_graph_modules", kept, inputs=("cuda_graph_modules",))
 
 
 @pytest.fixture

@@ -99,3 +99,52 @@ def test_blocked_entry_point_rejects_its_flags():
         kernel.resolve(rest, environ={})
     assert any(p.message.startswith("--flash-decode belongs to plugin 'inference'")
                for p in info.value.problems)
+
+
+# -- retired module spellings that mean an inference scope ---------------------------------
+
+
+def test_full_iteration_inference_becomes_the_block_scope(kernel):
+    resolved = kernel.resolve(["--cuda-graph-impl", "local", "--cuda-graph-modules",
+                               "full_iteration_inference", "attn"], environ={},
+                              target=megaplug.TargetEnvironment(device_capability=(9, 0)))
+    assert resolved.inference_cuda_graph_scope is Scope.block
+    assert resolved.cuda_graph_modules == ["attn"]
+    assert any("setting --inference-cuda-graph-scope=block" in w.message
+               for w in resolved.warnings)
+    assert resolved.source("inference_cuda_graph_scope").history()[1].rule == (
+        "migrate_retired_module_spelling")
+
+
+def test_full_iteration_inference_has_no_effect_without_graphs(resolve):
+    resolved = resolve("--cuda-graph-modules", "full_iteration_inference")
+    assert resolved.inference_cuda_graph_scope is Scope.none
+    assert any("has no effect with --cuda-graph-impl none" in w.message
+               for w in resolved.warnings)
+
+
+def test_retired_modules_conflict_with_another_explicit_scope(resolve, problems):
+    assert problems("--cuda-graph-impl", "local", "--cuda-graph-modules",
+                    "full_iteration_inference", "--inference-cuda-graph-scope", "layer") == [
+        "--cuda-graph-modules full_iteration_inference cannot be combined with "
+        "--inference-cuda-graph-scope layer"]
+    assert problems("--cuda-graph-impl", "local", "--cuda-graph-modules", "full_iteration",
+                    "--inference-cuda-graph-scope", "layer") == [
+        "--cuda-graph-modules full_iteration cannot be combined with "
+        "--inference-cuda-graph-scope layer"]
+    assert resolve("--cuda-graph-impl", "local", "--cuda-graph-modules",
+                   "full_iteration_inference", "--inference-cuda-graph-scope",
+                   "block").inference_cuda_graph_scope is Scope.block
+
+
+# -- fp8 under block-scoped graphs ---------------------------------------------------------
+
+
+def test_fp8_with_block_scoped_inference_graphs(problems):
+    argv = ("--cuda-graph-impl", "local", "--fp8-format", "e4m3",
+            "--inference-cuda-graph-scope", "block")
+    assert problems(*argv) == [
+        "fp8 with --inference-cuda-graph-scope block needs --transformer-impl inference_optimized",
+        "fp8 with --inference-cuda-graph-scope block supports only --fp8-recipe mxfp8, got delayed"]
+    assert problems(*argv, "--transformer-impl", "inference_optimized", "--fp8-recipe",
+                    "mxfp8") == []

@@ -92,7 +92,7 @@ def test_version_checks_follow_the_stated_target():
 
 def test_transformer_engine_checks_warn_when_the_target_is_unknown():
     """Not installed here and not stated: the check cannot be made for the cluster."""
-    if megaplug.TargetEnvironment().has_package("transformer_engine"):
+    if megaplug.TargetEnvironment().package_version("transformer_engine") is not None:
         pytest.skip("Transformer Engine is installed on this machine")
     resolved = megaplug.resolve([*DENSE, "--position-embedding-type", "rope"], environ=ENVIRON,
                                 target=target(packages={}))

@@ -13,7 +13,7 @@ import argparse
 
 from .. import _checkpoint
 from .._config import Provenance
-from .._errors import Problem, ProblemSink, Warning_
+from .._errors import Problem, ProblemSink
 from .._kernel import Kernel
 
 _PLUGIN = "checkpointing"
@@ -63,8 +63,8 @@ def _apply_one(args: argparse.Namespace, kernel: Kernel, provenance: dict[str, P
                              f"point {flag} at a checkpoint directory, "
                              "or drop --exit-on-missing-checkpoint", _PLUGIN))
         else:
-            sink.warnings.append(Warning_(f"{exc}; keeping the arguments as given", (flag,),
-                                          _PLUGIN))
+            sink.warnings.append(Problem(f"{exc}; keeping the arguments as given", (flag,),
+                                         plugin=_PLUGIN))
         return
     try:
         state = _checkpoint.load_saved_state(path, allowed)

@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 from .. import _errors
 from .._api import load
 from .._config import Draft, Provenance
-from .._errors import Problem, ProblemSink, Warning_
+from .._errors import Problem, ProblemSink
 from .._kernel import Kernel
 from .._sources import take_config_files
 from .._target import TargetEnvironment
@@ -255,7 +255,7 @@ def provenance(args: argparse.Namespace) -> dict[str, Provenance]:
     return state.provenance if state is not None else {}
 
 
-def resolution_warnings(args: argparse.Namespace) -> list[Warning_]:
+def resolution_warnings(args: argparse.Namespace) -> list[Problem]:
     """The warnings raised while validating ``args`` (also printed on rank 0)."""
     state = state_of(args)
     return list(state.warnings) if state is not None else []

@@ -12,7 +12,7 @@ import weakref
 from typing import Any
 
 from .._config import Provenance
-from .._errors import ProblemSink, Warning_
+from .._errors import Problem, ProblemSink
 from .._kernel import Kernel
 
 
@@ -30,7 +30,7 @@ class NamespaceState:
         self.parsed = parsed
         #: Parse problems not yet reported (reported together with validation's).
         self.problems = problems
-        self.warnings: list[Warning_] = []
+        self.warnings: list[Problem] = []
         #: Settings an extra_args_provider declared that no plugin owns.
         self.extra_dests = extra_dests
 

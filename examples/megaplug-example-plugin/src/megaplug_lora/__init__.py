@@ -2,28 +2,27 @@
 
 A complete plugin in one module:
 
-* ``megaplug_plugin`` says who it is and that its hooks run after the ``model`` plugin
-  (its checks read ``hidden_size``, which ``model`` owns);
 * :class:`LoraOptions` declares the flags, a hidden deprecated alias and a computed value;
-* ``normalize`` migrates the alias ``--lora-r`` to ``--lora-rank`` (warning, provenance);
-* ``derive`` computes ``lora_scaling = lora_alpha / lora_rank``;
-* ``validate`` reports problems, including ones that depend on core values.
+  the ``add_args`` hook hands it to the kernel;
+* ``rules`` holds the plugin's rules, each a small named function declared with a
+  decorator: a normalization migrates the alias ``--lora-r`` to ``--lora-rank`` (warning,
+  provenance), a derivation computes ``lora_scaling = lora_alpha / lora_rank``, and checks
+  report problems, including ones that depend on core values;
+* ``megaplug_plugin`` says who it is, that its rules run after the ``model`` plugin's (its
+  checks read ``hidden_size``, which ``model`` owns), and which rules it has.
 
-Each step is a small named function, registered in a tuple the hook walks.
+The kernel runs the rules, and names the rule in the provenance of each value it sets and
+in each problem it reports.
 """
 
-from typing import Callable, Optional
+from typing import Optional
 
-from megaplug import Computed, Draft, Flag, PluginInfo, hookimpl, options
+from megaplug import Computed, Draft, Flag, FlagDeclarations, PluginInfo, Rules, hookimpl, options
 
 __version__ = "0.1.0"
 
-megaplug_plugin = PluginInfo(
-    name="lora",
-    description="Low-rank adapters (LoRA): train small rank-r updates of frozen linear layers.",
-    version=__version__,
-    after=("model",),
-)
+#: The plugin's normalizations, derivations and checks, in the order each phase runs them.
+rules = Rules()
 
 #: Linear layers an adapter can wrap, by their Megatron core module names.
 TARGET_MODULES = ("linear_qkv", "linear_proj", "linear_fc1", "linear_fc2")
@@ -52,8 +51,9 @@ class LoraOptions:
         "Multiplier of the adapter output, lora_alpha / lora_rank; none without adapters.",
         default=None)
 
+
 @hookimpl
-def add_args(flags) -> None:  # type: ignore[no-untyped-def]
+def add_args(flags: FlagDeclarations) -> None:
     """Declare the LoRA flags."""
     flags.add_options(LoraOptions)
 
@@ -61,6 +61,7 @@ def add_args(flags) -> None:  # type: ignore[no-untyped-def]
 # -- normalize -------------------------------------------------------------------------
 
 
+@rules.normalize
 def migrate_lora_r(config: Draft) -> None:
     """``--lora-r N`` is the old spelling of ``--lora-rank N``; the old key leaves the result."""
     old = config.lora_r
@@ -77,19 +78,10 @@ def migrate_lora_r(config: Draft) -> None:
     config.discard("lora_r", reason="retired spelling of lora_rank")
 
 
-NORMALIZATIONS: tuple[Callable[[Draft], None], ...] = (migrate_lora_r,)
-
-
-@hookimpl
-def normalize(config: Draft) -> None:
-    """Migrate deprecated LoRA spellings."""
-    for step in NORMALIZATIONS:
-        step(config)
-
-
 # -- derive ----------------------------------------------------------------------------
 
 
+@rules.derive
 def derive_scaling(config: Draft) -> None:
     """lora_scaling = lora_alpha / lora_rank (validate reports a rank that is not positive)."""
     rank = config.lora_rank
@@ -98,19 +90,10 @@ def derive_scaling(config: Draft) -> None:
                    inputs=("lora_alpha", "lora_rank"))
 
 
-DERIVATIONS: tuple[Callable[[Draft], None], ...] = (derive_scaling,)
-
-
-@hookimpl
-def derive(config: Draft) -> None:
-    """Compute the adapter scaling."""
-    for step in DERIVATIONS:
-        step(config)
-
-
 # -- validate --------------------------------------------------------------------------
 
 
+@rules.validate
 def check_rank_positive(config: Draft) -> None:
     rank = config.lora_rank
     if rank is not None and rank <= 0:
@@ -119,6 +102,7 @@ def check_rank_positive(config: Draft) -> None:
                           "adapters")
 
 
+@rules.validate
 def check_rank_below_hidden(config: Draft) -> None:
     """An adapter of rank >= hidden size is no cheaper than training the layer itself."""
     rank, hidden = config.lora_rank, config.get("hidden_size")
@@ -129,6 +113,7 @@ def check_rank_below_hidden(config: Draft) -> None:
                           "much smaller than the hidden size")
 
 
+@rules.validate
 def check_dropout(config: Draft) -> None:
     dropout = config.lora_dropout
     if not 0.0 <= dropout < 1.0:
@@ -136,12 +121,14 @@ def check_dropout(config: Draft) -> None:
                      hint="use a probability such as 0.05, or 0 for none")
 
 
+@rules.validate
 def check_alpha(config: Draft) -> None:
     if config.lora_alpha <= 0:
         config.error(f"--lora-alpha {config.lora_alpha} must be positive",
                      flags=("lora_alpha",), hint="a common choice is twice the rank")
 
 
+@rules.validate
 def check_settings_without_rank(config: Draft) -> None:
     """Adapter settings without a rank do nothing; say so rather than ignore them silently."""
     if config.lora_rank is not None:
@@ -153,21 +140,12 @@ def check_settings_without_rank(config: Draft) -> None:
                     "--lora-rank", flags=tuple(unused))
 
 
-CHECKS: tuple[Callable[[Draft], None], ...] = (
-    check_rank_positive,
-    check_rank_below_hidden,
-    check_dropout,
-    check_alpha,
-    check_settings_without_rank,
+megaplug_plugin = PluginInfo(
+    name="lora",
+    description="Low-rank adapters (LoRA): train small rank-r updates of frozen linear layers.",
+    version=__version__,
+    after=("model",),
+    rules=rules,
 )
 
-
-@hookimpl
-def validate(config: Draft) -> None:
-    """Report LoRA problems."""
-    for check in CHECKS:
-        check(config)
-
-
-__all__ = ["CHECKS", "DERIVATIONS", "LoraOptions", "NORMALIZATIONS", "TARGET_MODULES",
-           "megaplug_plugin"]
+__all__ = ["LoraOptions", "TARGET_MODULES", "megaplug_plugin", "rules"]

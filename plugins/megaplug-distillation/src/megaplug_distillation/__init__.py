@@ -7,15 +7,10 @@ its LM loss. This plugin declares those flags and checks what saving logits need
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from megaplug import Draft, PluginInfo, hookimpl
+from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
 from .checks import CHECKS
 from .options import DistillationOptions
-
-if TYPE_CHECKING:  # the kernel does not export this type; needed for annotations only
-    from megaplug._registry import FlagDeclarations
 
 __all__ = ["DistillationOptions", "megaplug_plugin"]
 
@@ -23,17 +18,11 @@ megaplug_plugin = PluginInfo(
     name="distillation",
     description="Logits distillation: save a teacher's top logits, train a student on them.",
     version="0.1.0",
+    rules=Rules(validate=CHECKS),
 )
 
 
 @hookimpl
-def add_args(flags: "FlagDeclarations") -> None:
+def add_args(flags: FlagDeclarations) -> None:
     """Declare the logits-distillation flags."""
     flags.add_options(DistillationOptions)
-
-
-@hookimpl
-def validate(config: Draft) -> None:
-    """Run every distillation check."""
-    for check in CHECKS:
-        check(config)

@@ -1,22 +1,33 @@
 """megaplug fsdp plugin: fully sharded data parallelism with Torch FSDP2 or Megatron-FSDP.
 
 Declares the FSDP flags, derives what each implementation implies (distributed optimizer,
-double buffers, dtypes, stream priorities) and checks what it rules out.
+double buffers, dtypes, stream priorities) and checks what it rules out, including the
+combinations with built-in settings; while FSDP is in use it takes over the built-in
+rules that would judge sharded parameters or CUDA connections without knowing of it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
-from megaplug import Draft, PluginInfo, hookimpl
-
-from . import megatron_fsdp, shared, torch_fsdp2
+from . import across, megatron_fsdp, shared, torch_fsdp2
 from .options import FsdpOptions
 
-if TYPE_CHECKING:
-    from megaplug._registry import FlagDeclarations
-
 __all__ = ["FsdpOptions", "megaplug_plugin"]
+
+rules = Rules(
+    # each implementation's requirements are checked on the values as given
+    derive=(torch_fsdp2.derive_torch_fsdp2, shared.derive_dtypes,
+            megatron_fsdp.derive_megatron_fsdp, shared.derive_stream_priorities),
+    validate=(shared.check_manual_registration, shared.check_checkpoint_format,
+              across.check_torch_dcp_format, across.check_dynamic_context_parallel,
+              across.check_classic_optimizer,
+              across.warn_device_connections_with_model_parallelism),
+)
+# FSDP shards parameters itself, and wants several CUDA connections
+rules.supersede("precision.check_param_gather_sharding",
+                "parallel.check_cuda_device_max_connections", when=across.uses_fsdp)
+rules.supersede("parallel.check_overlap_param_gather_sharding", when=across.uses_megatron_fsdp)
 
 megaplug_plugin = PluginInfo(
     name="fsdp",
@@ -24,26 +35,11 @@ megaplug_plugin = PluginInfo(
     # FSDP's checks read values as given and its derivations (distributed optimizer,
     # param-gather precision, stream groups) come before these plugins' own in Megatron.
     before=("gtp", "precision", "training"),
+    rules=rules,
 )
 
 
 @hookimpl
-def add_args(flags: "FlagDeclarations") -> None:
+def add_args(flags: FlagDeclarations) -> None:
     """Declare the FSDP flags."""
     flags.add_options(FsdpOptions)
-
-
-@hookimpl
-def derive(config: Draft) -> None:
-    """Check each implementation's requirements and derive what it implies."""
-    torch_fsdp2.derive_torch_fsdp2(config)
-    shared.derive_dtypes(config)
-    megatron_fsdp.derive_megatron_fsdp(config)
-    shared.derive_stream_priorities(config)
-
-
-@hookimpl
-def validate(config: Draft) -> None:
-    """Checks that hold on the final values."""
-    shared.check_manual_registration(config)
-    shared.check_checkpoint_format(config)

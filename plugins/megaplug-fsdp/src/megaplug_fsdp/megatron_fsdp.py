@@ -2,9 +2,7 @@
 
 Megatron checks and derives these in one place of ``validate_args``, before later steps
 (such as ``--freeze-all-layers``) change the distributed optimizer setting; the plugin
-does the same in its ``derive`` hook, which runs before the training plugin's. (Megatron's
-check that FSDP runs only the sgd and adam optimizers is the training plugin's, which owns
-the optimizer.)
+does the same in its derive rules, which run before the training plugin's.
 """
 
 from __future__ import annotations

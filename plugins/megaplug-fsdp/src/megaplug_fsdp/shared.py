@@ -39,9 +39,8 @@ def derive_stream_priorities(config: Draft) -> None:
     """FSDP's data-parallel collectives get high-priority streams (Megatron-FSDP: Blackwell+)."""
     if "high_priority_stream_groups" not in config:
         return
-    # Megatron's condition reads "fsdp2 or (megatron-fsdp and Blackwell)". The parallel
-    # plugin derives the same groups, but after gtp; appending here, before gtp adds its
-    # own groups, keeps Megatron's order of the list.
+    # Megatron's condition reads "fsdp2 or (megatron-fsdp and Blackwell)". Appending here,
+    # before gtp adds its own groups, keeps Megatron's order of the list.
     if not (config.use_torch_fsdp2 or (config.use_megatron_fsdp
                                        and device_arch(config) >= BLACKWELL)):
         return
@@ -57,10 +56,7 @@ def derive_stream_priorities(config: Draft) -> None:
 
 
 def check_checkpoint_format(config: Draft) -> None:
-    """fsdp_dtensor checkpoints are tested with Megatron-FSDP only.
-
-    (torch_dcp's requirements are checked by the checkpointing plugin, which owns the format.)
-    """
+    """fsdp_dtensor checkpoints are tested with Megatron-FSDP only."""
     if config.get("ckpt_format") == "fsdp_dtensor" and not config.use_megatron_fsdp:
         config.error("--ckpt-format fsdp_dtensor is tested only with Megatron-FSDP",
                      flags=("ckpt_format", "use_megatron_fsdp"),

@@ -3,8 +3,7 @@
 GTP shards a weight over ``tensor_parallel_size * remat`` ranks: the usual tensor-parallel
 split, times a *rematerialization* group whose ranks each hold a slice of the weight and
 all-gather it just before use (and reduce-scatter its gradient). The remat ranks work on
-different samples, so they add to the ranks one model replica spans. Optionally the remat
-group also splits the sequence; its sequence-shard factor then joins context parallelism.
+different samples, so they add to the ranks one model replica spans.
 """
 
 from __future__ import annotations
@@ -48,30 +47,3 @@ def resolve_tensor_parallel_weight_shards(
             f"{tensor_parallel_size}",
             f"use one of {_multiples(tensor_parallel_size)}, or leave it unset for no GTP")
     return num_weight_shards, num_weight_shards // tensor_parallel_size
-
-
-def resolve_tensor_parallel_sequence_shards(
-    tensor_parallel_size: int, num_sequence_shards: Optional[int], remat_size: int,
-    sequence_parallel: bool,
-) -> tuple[int, int]:
-    """``(num_sequence_shards, remat_sequence_shards)``.
-
-    By default the sequence is split only by sequence parallelism over the tensor-parallel
-    ranks (factor 1 on the remat group). A larger count must be the tensor-parallel size
-    times a divisor of ``remat_size`` and needs sequence parallelism. Raises ``LayoutError``.
-    """
-    if num_sequence_shards is None:
-        return tensor_parallel_size, 1
-    if num_sequence_shards < 1 or num_sequence_shards % tensor_parallel_size:
-        raise LayoutError(
-            f"{num_sequence_shards} is not a positive multiple of the tensor-parallel size "
-            f"{tensor_parallel_size}", f"use one of {_multiples(tensor_parallel_size)}")
-    remat_shards = num_sequence_shards // tensor_parallel_size
-    if remat_size % remat_shards:
-        raise LayoutError(
-            f"the remat factor {remat_shards} does not divide the GTP remat size {remat_size}",
-            "use the tensor-parallel size times a divisor of the remat size")
-    if remat_shards > 1 and not sequence_parallel:
-        raise LayoutError("sharding the sequence over GTP ranks needs sequence parallelism",
-                          "add --sequence-parallel")
-    return num_sequence_shards, remat_shards

@@ -1,7 +1,9 @@
-"""GTP normalizations, derivations and checks, each a small function.
+"""GTP derivations and checks, each a small function.
 
-The remat sizes are resolved in ``normalize`` so that every plugin's ``derive`` (the
-``parallel`` plugin's data-parallel size above all) sees them, whatever the order.
+GTP's shard arithmetic lives here and only here: the weight shards resolve to a remat size,
+and the remat ranks of one replica leave the data-parallel size the ``parallel`` plugin
+derived as the world over one model-parallel group. The plugin runs after ``parallel``
+(and ``precision``, whose fp32 gradient reduction makes GTP's fp32 accumulation moot).
 """
 
 from __future__ import annotations
@@ -10,17 +12,11 @@ from typing import Callable
 
 from megaplug import Draft
 
-from .layout import (
-    LayoutError,
-    resolve_tensor_parallel_sequence_shards,
-    resolve_tensor_parallel_weight_shards,
-)
-
-#: Set by a caller restoring a layout whose sequence is split over GTP ranks; no flag.
-SEQUENCE_SHARDS = "tensor_parallel_num_sequence_shards"
+from .layout import LayoutError, resolve_tensor_parallel_weight_shards
 
 
-def _remat_active(config: Draft) -> bool:
+def remat_active(config: Draft) -> bool:
+    """Whether some weight is rematerialized: most GTP checks apply only then."""
     return config.gtp_weight_remat_size > 1 or config.expert_gtp_weight_remat_size > 1
 
 
@@ -29,13 +25,13 @@ def _tensor_parallel_size(config: Draft) -> int:
 
 
 def _expert_tensor_parallel_size(config: Draft) -> int:
-    # the moe plugin defaults it to the dense size later; the value is the same. Only an
-    # unset size falls back: Megatron keeps an explicit 0 and derives 0 shards from it.
+    # Only an unset size falls back to the dense one (as the moe plugin derives it): Megatron
+    # keeps an explicit 0 and derives 0 shards from it.
     etp = config.get("expert_tensor_parallel_size")
     return _tensor_parallel_size(config) if etp is None else etp
 
 
-# -- normalize ---------------------------------------------------------------------------
+# -- derive ------------------------------------------------------------------------------
 
 
 def resolve_dense_weight_shards(config: Draft) -> None:
@@ -82,60 +78,50 @@ def _set_layout(config: Draft, shards_dest: str, shards: int, remat_dest: str, r
                    inputs=(shards_dest, *inputs))
 
 
-def _remat_sequence_shards(config: Draft) -> int:
-    """How many ways the GTP remat group splits the sequence (1: it does not)."""
-    _, remat_shards = resolve_tensor_parallel_sequence_shards(
-        _tensor_parallel_size(config), config.get(SEQUENCE_SHARDS),
-        config.gtp_weight_remat_size, bool(config.get("sequence_parallel")))
-    return remat_shards
+#: The model-parallel sizes whose product is one model-parallel group.
+_GROUP_SIZES = ("tensor_model_parallel_size", "pipeline_model_parallel_size",
+                "context_parallel_size")
 
 
-def fold_sequence_shards_into_context_parallel(config: Draft) -> None:
-    """GTP ranks that split the sequence act as context-parallel ranks: grow CP by them."""
-    try:
-        remat_shards = _remat_sequence_shards(config)
-    except LayoutError as exc:
-        config.error(f"GTP sequence shards: {exc}", flags=(SEQUENCE_SHARDS,), hint=exc.hint)
+def remat_ranks_leave_data_parallelism(config: Draft) -> None:
+    """The remat ranks of one replica share its weights: a model replica spans TP x PP x CP
+    x remat ranks, so the data-parallel size is divided by the remat size."""
+    remat, data_parallel = config.gtp_weight_remat_size, config.get("data_parallel_size")
+    if remat <= 1 or data_parallel is None:
+        return  # no remat, or a layout the parallel plugin reports
+    group = 1
+    for name in _GROUP_SIZES:
+        group *= config.get(name, 1)
+    world = config.world_size
+    if world % group:
+        return  # not even whole model-parallel groups: the parallel plugin reports it
+    if data_parallel % remat:
+        parts = " x ".join(f"{label} {config.get(name, 1)}" for label, name in
+                           zip(("TP", "PP", "CP"), _GROUP_SIZES))
+        config.error(f"world size {world} is not divisible by the model-parallel size "
+                     f"{group * remat} ({parts} x GTP weight shards {remat})",
+                     flags=("WORLD_SIZE", *_GROUP_SIZES, "tensor_parallel_num_weight_shards"),
+                     hint=f"launch a multiple of {group * remat} processes, or use a remat size "
+                          f"that divides the {data_parallel} data-parallel ranks")
         return
-    if remat_shards > 1 and "context_parallel_size" in config:
-        config.set("context_parallel_size", config.context_parallel_size * remat_shards,
-                   reason=f"includes {remat_shards} GTP sequence shards",
-                   inputs=("context_parallel_size", SEQUENCE_SHARDS))
+    config.set("data_parallel_size", data_parallel // remat,
+               reason="the GTP remat ranks of a replica share its weights",
+               inputs=("data_parallel_size", "gtp_weight_remat_size"))
 
 
-def sequence_sharding_constraints(config: Draft) -> None:
-    """Splitting the sequence over GTP ranks needs torch_dist checkpoints and plain DDP."""
-    try:
-        if _remat_sequence_shards(config) <= 1:
-            return
-    except LayoutError:
-        return  # already reported in normalize
-    if config.get("ckpt_format") != "torch_dist":
-        config.error("GTP sequence sharding needs --ckpt-format torch_dist",
-                     flags=("ckpt_format",), hint="use --ckpt-format torch_dist")
-    fsdp = "use_torch_fsdp2" if config.get("use_torch_fsdp2") else (
-        "use_megatron_fsdp" if config.get("use_megatron_fsdp") else None)
-    if fsdp:
-        config.error(f"GTP sequence sharding runs on Megatron DDP, not {config.spelling(fsdp)}",
-                     flags=(fsdp,), hint=f"drop {config.spelling(fsdp)}")
-    if config.get("use_tp_pp_dp_mapping"):
-        config.error("GTP sequence sharding does not support --use-tp-pp-dp-mapping",
-                     flags=("use_tp_pp_dp_mapping",), hint="drop --use-tp-pp-dp-mapping")
-
-
-NORMALIZATIONS: tuple[Callable[[Draft], None], ...] = (
-    resolve_dense_weight_shards,
-    fold_sequence_shards_into_context_parallel,
-    resolve_expert_weight_shards,
-)
-
-
-# -- derive ------------------------------------------------------------------------------
+def plain_fp32_reduce_scatter(config: Draft) -> None:
+    """With fp32 gradient reduction, GTP's fp32-accumulating reduce-scatter buys nothing."""
+    name = "gtp_remat_reduce_scatter_with_fp32_accumulation"
+    if config.get("accumulate_allreduce_grads_in_fp32") and config[name]:
+        config.warn(f"turning off {config.spelling(name)}: "
+                    "--accumulate-allreduce-grads-in-fp32 already reduces in fp32",
+                    flags=(name, "accumulate_allreduce_grads_in_fp32"))
+        config.set(name, False, inputs=("accumulate_allreduce_grads_in_fp32",))
 
 
 def prioritize_gtp_streams_on_blackwell(config: Draft) -> None:
     """On Blackwell and newer, GTP communication streams get high priority."""
-    if not _remat_active(config) or "high_priority_stream_groups" not in config:
+    if not remat_active(config) or "high_priority_stream_groups" not in config:
         return
     capability = config.env.capability()
     if capability is None or capability[0] < 10:
@@ -151,11 +137,13 @@ def prioritize_gtp_streams_on_blackwell(config: Draft) -> None:
                     "groups", flags=("high_priority_stream_groups",))
 
 
-# Turning off --gtp-remat-reduce-scatter-with-fp32-accumulation when gradients are already
-# reduced in fp32 is the precision plugin's job: it owns that decision for every such flag.
-DERIVATIONS: tuple[Callable[[Draft], None], ...] = (prioritize_gtp_streams_on_blackwell,)
-
-
+DERIVATIONS: tuple[Callable[[Draft], None], ...] = (
+    resolve_dense_weight_shards,
+    resolve_expert_weight_shards,
+    remat_ranks_leave_data_parallelism,
+    plain_fp32_reduce_scatter,
+    prioritize_gtp_streams_on_blackwell,
+)
 # -- validate (only when a remat size is above 1) ----------------------------------------
 
 _GTP = "GTP (--tensor-parallel-num-weight-shards / --expert-tensor-parallel-num-weight-shards)"
@@ -258,11 +246,3 @@ REMAT_CHECKS: tuple[Callable[[Draft], None], ...] = (
     mxfp8_needs_fp8_param_buffers,
     symmetric_registration_for_nccl_ub,
 )
-
-
-def run_checks(config: Draft) -> None:
-    """Run the GTP checks; most apply only when some weight is rematerialized."""
-    sequence_sharding_constraints(config)
-    if _remat_active(config):
-        for check in REMAT_CHECKS:
-            check(config)

@@ -1,15 +1,12 @@
 """The settings of the inference plugin."""
 
 
-from typing import TYPE_CHECKING, Literal, Optional, Union
+from typing import Literal, Optional, Union
 
 
-from megaplug import Flag, TorchDType, options
+from megaplug import Flag, FlagDeclarations, TorchDType, options
 
 from .enums import InferenceCudaGraphScope
-
-if TYPE_CHECKING:
-    from megaplug._registry import FlagDeclarations
 
 #: A Mamba state dtype: a name on the command line, a torch dtype once derived.
 StateDType = Union[str, TorchDType]
@@ -232,7 +229,7 @@ class InferenceOptions(InferenceEngineOptions, InferenceModelOptions):
     """Every inference setting declared as a flag with a type (see ``declare_untyped_flags``)."""
 
 
-def declare_untyped_flags(flags: "FlagDeclarations") -> None:
+def declare_untyped_flags(flags: FlagDeclarations) -> None:
     """Flags Megatron declares without a type converter (choices of plain strings)."""
     flags.add_argument("--bert-embedder-type", default="megatron",
                        choices=["megatron", "huggingface"],

@@ -7,14 +7,9 @@ unavailable, declares none of its flags, and tells a user who passes one what to
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from megaplug import PluginInfo, Requirement, hookimpl
+from megaplug import FlagDeclarations, PluginInfo, Requirement, hookimpl
 
 from .options import KitchenOptions, declare
-
-if TYPE_CHECKING:
-    from megaplug._registry import FlagDeclarations
 
 __all__ = ["KitchenOptions", "megaplug_plugin"]
 
@@ -26,6 +21,6 @@ megaplug_plugin = PluginInfo(
 
 
 @hookimpl
-def add_args(flags: "FlagDeclarations") -> None:
+def add_args(flags: FlagDeclarations) -> None:
     """Declare --kitchen-config-file and --kitchen-recipe-number (mutually exclusive)."""
     declare(flags)

@@ -1,11 +1,8 @@
 """The settings of the kitchen plugin: one way to choose a quantization recipe."""
 
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
-from megaplug import options
-
-if TYPE_CHECKING:
-    from megaplug._registry import FlagDeclarations
+from megaplug import FlagDeclarations, options
 
 
 @options
@@ -16,7 +13,7 @@ class KitchenOptions:
     kitchen_recipe_number: Optional[int] = None
 
 
-def declare(flags: "FlagDeclarations") -> None:
+def declare(flags: FlagDeclarations) -> None:
     """Declare the two recipe flags; a recipe comes from a config file or a number, not both."""
     recipe = flags.add_mutually_exclusive_group()
     recipe.add_argument("--kitchen-config-file", type=str, default=None,

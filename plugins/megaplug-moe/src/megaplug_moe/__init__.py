@@ -5,55 +5,39 @@ Adds the ``--num-experts`` / ``--moe-*`` / expert-parallel flags. Derives
 ``moe_ffn_hidden_size`` (from ``ffn_hidden_size``, which the ``model`` plugin derives,
 hence ``after=("model", "parallel")``), turns on ``--no-load-optim`` / ``--no-load-rng``
 for upcycling (after the ``checkpointing`` plugin's own checks of them, as in Megatron),
-and checks expert counts, kernels and incompatible combinations.
+and checks expert counts, kernels and incompatible combinations, including those with
+built-in settings.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
-from megaplug import Draft, PluginInfo, hookimpl
-
+from . import across
 from .checks import CHECKS
 from .derivations import DERIVATIONS, NORMALIZATIONS
 from .options import MoeOptions
 
-if TYPE_CHECKING:
-    from megaplug._registry import FlagDeclarations
+rules = Rules(normalize=NORMALIZATIONS, derive=DERIVATIONS,
+              validate=(*CHECKS, across.flex_dispatcher_needs_real_communication,
+                        across.graphed_router_with_delayed_wgrad,
+                        across.warn_device_connections_with_model_parallelism))
+rules.supersede("parallel.check_cuda_device_max_connections",
+                when=across.overlaps_expert_parallel_comm)
 
 megaplug_plugin = PluginInfo(
     name="moe",
     description="Mixture of experts: experts, routing, token dispatch, expert parallelism.",
     version="0.1.0",
     after=("model", "parallel", "checkpointing"),
+    rules=rules,
 )
 
 
 @hookimpl
-def add_args(flags: "FlagDeclarations") -> None:
+def add_args(flags: FlagDeclarations) -> None:
     """Declare every MoE flag."""
     flags.add_options(MoeOptions)
-
-
-@hookimpl
-def normalize(config: Draft) -> None:
-    """Store ``0`` experts as ``None`` and single-element router lists unwrapped."""
-    for step in NORMALIZATIONS:
-        step(config)
-
-
-@hookimpl
-def derive(config: Draft) -> None:
-    """Default the expert tensor-parallel size and FFN size; apply upcycling's needs."""
-    for step in DERIVATIONS:
-        step(config)
-
-
-@hookimpl
-def validate(config: Draft) -> None:
-    """Report every MoE problem."""
-    for check in CHECKS:
-        check(config)
 
 
 __all__ = ["MoeOptions", "megaplug_plugin"]

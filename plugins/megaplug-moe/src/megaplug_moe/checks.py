@@ -3,9 +3,8 @@
 Settings of other plugins are read with ``config.get`` so a check still works (and
 simply does not apply) when that plugin is not installed. Checks that Megatron makes inside
 another feature's block stay with that feature's plugin: FSDP2 without expert parallelism
-and single grouped MoE parameters without Megatron-FSDP (``fsdp``), the flex dispatcher
-without a fake process group and the EP-overlap / CUDA_DEVICE_MAX_CONNECTIONS advice
-(``parallel``).
+and single grouped MoE parameters without Megatron-FSDP (``fsdp``). Checks that involve a
+built-in setting are in ``across``.
 """
 
 from __future__ import annotations

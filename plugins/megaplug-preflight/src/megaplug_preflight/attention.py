@@ -103,7 +103,7 @@ def dsa_kernel_backend_available(config: Draft) -> None:
                hint="use --dsa-kernel-backend none, or state the target GPU with "
                     "--assume-device-capability")
         return
-    missing = [p for p in DSA_KERNEL_PACKAGES.get(backend, ()) if not config.env.has_package(p)]
+    missing = [p for p in DSA_KERNEL_PACKAGES.get(backend, ()) if not (config.env.package_version(p) is not None)]
     if missing:
         reject(config, f"{shown(config, 'dsa_kernel_backend')} needs {', '.join(missing)}, "
                        "not installed",
@@ -187,7 +187,7 @@ def interleaved_rope_fusion_needs_recent_te(config: Draft) -> None:
     """Interleaved rotary embeddings are fused only by Transformer Engine 2.3 or newer."""
     if not _fused_rope_applies(config) or not config.get("rotary_interleaved"):
         return
-    if not config.env.has_package("transformer_engine"):
+    if not (config.env.package_version("transformer_engine") is not None):
         return  # reported (or warned about) by rope_fusion_kernels_available
     problem = config.env.requirement_problem("transformer_engine",
                                              INTERLEAVED_ROPE_FUSION_MIN_TE)

@@ -9,7 +9,7 @@ the final ``async_save`` / ``no_load_optim`` declare ``after=("checkpointing",)`
 
 from __future__ import annotations
 
-from megaplug import Draft, PluginInfo, hookimpl
+from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
 from .checks import CHECKS
 from .derivations import DERIVATIONS, EARLY_CHECKS
@@ -18,37 +18,18 @@ from .options import CheckpointingOptions
 megaplug_plugin = PluginInfo(
     name="checkpointing",
     description="Saving and loading checkpoints: where, how often, which format.",
+    # the early checks read the values as given, before other plugins adjust them
+    rules=Rules(normalize=EARLY_CHECKS, derive=DERIVATIONS, validate=CHECKS),
 )
 
 
 @hookimpl
-def add_args(flags) -> None:  # type: ignore[no-untyped-def]
+def add_args(flags: FlagDeclarations) -> None:
     """Declare every checkpointing flag."""
     flags.add_options(CheckpointingOptions)
     # Megatron gives this retired flag no type; an options field would infer ``str``.
     flags.add_argument("--dist-ckpt-format", dest="dist_ckpt_format_deprecated",
                        help="Deprecated and ignored: choose the format with --ckpt-format.")
-
-
-@hookimpl
-def normalize(config: Draft) -> None:
-    """Check combinations on the values as given, before other plugins adjust them."""
-    for check in EARLY_CHECKS:
-        check(config)
-
-
-@hookimpl
-def derive(config: Draft) -> None:
-    """Compute ``use_dist_ckpt`` and adjust async save, optimizer loading and replication."""
-    for step in DERIVATIONS:
-        step(config)
-
-
-@hookimpl
-def validate(config: Draft) -> None:
-    """Report every checkpointing problem."""
-    for check in CHECKS:
-        check(config)
 
 
 __all__ = ["CheckpointingOptions", "megaplug_plugin"]

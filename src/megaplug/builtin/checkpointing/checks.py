@@ -81,13 +81,10 @@ def check_save_interval(config: Draft) -> None:
 
 
 def check_torch_dcp(config: Draft) -> None:
-    """The ``torch_dcp`` format is only tested with Torch FSDP2 and no model parallelism."""
+    """The ``torch_dcp`` format does not support model parallelism (the FSDP plugin, whose
+    Torch FSDP2 is the only tested user of the format, requires that too)."""
     if config.ckpt_format != "torch_dcp":
         return
-    if not config.get("use_torch_fsdp2"):
-        config.error("--ckpt-format torch_dcp is only supported with --use-torch-fsdp2",
-                     flags=("ckpt_format",),
-                     hint="add --use-torch-fsdp2, or use --ckpt-format torch_dist")
     for dest in ("tensor_model_parallel_size", "pipeline_model_parallel_size"):
         size = config.get(dest, 1)
         if size > 1:

@@ -14,6 +14,17 @@ def _dynamic_cp(config: Draft) -> bool:
     return bool(config.get("dynamic_context_parallel", False))
 
 
+def omit_mask_with_inter_document_masking(config: Draft) -> None:
+    """No dataloader attention mask with inter-document masking: the dataset omits it.
+
+    Building one anyway would make tensor-parallel ranks broadcast mismatched batches.
+    """
+    if config.dataloader_inter_document_masking and config.create_attention_mask_in_dataloader:
+        config.set("create_attention_mask_in_dataloader", False,
+                   reason="--dataloader-inter-document-masking",
+                   inputs=("dataloader_inter_document_masking",))
+
+
 def default_sft_mock_config(config: Draft) -> None:
     """SFT on mock data draws lognormal sequence lengths scaled to --seq-length."""
     if not (config.mock_data and config.sft) or config.sft_mock_dataset_config_json is not None:

@@ -9,45 +9,20 @@ pattern is the ``mla`` plugin's job.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from megaplug import Draft, PluginInfo, hookimpl
+from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
 from .options import ExperimentalOptions
 from .rules import CHECKS, DERIVATIONS, NORMALIZATIONS
-
-if TYPE_CHECKING:
-    from megaplug._registry import FlagDeclarations
 
 megaplug_plugin = PluginInfo(
     name="experimental",
     description="Layer specs, hybrid layer patterns, precision-aware optimizer, Triton autotune.",
     before=("model", "parallel"),
+    rules=Rules(normalize=NORMALIZATIONS, derive=DERIVATIONS, validate=CHECKS),
 )
 
 
 @hookimpl
-def add_args(flags: "FlagDeclarations") -> None:
+def add_args(flags: FlagDeclarations) -> None:
     """Declare the experimental settings."""
     flags.add_options(ExperimentalOptions)
-
-
-@hookimpl
-def normalize(config: Draft) -> None:
-    """Migrate the deprecated hybrid pattern spellings to ``--hybrid-layer-pattern``."""
-    for normalization in NORMALIZATIONS:
-        normalization(config)
-
-
-@hookimpl
-def derive(config: Draft) -> None:
-    """Derive layer counts, MTP depths and virtual pipeline stages from the hybrid pattern."""
-    for derivation in DERIVATIONS:
-        derivation(config)
-
-
-@hookimpl
-def validate(config: Draft) -> None:
-    """Report contradictions between the hybrid pattern and the pipeline flags."""
-    for check in CHECKS:
-        check(config)

@@ -8,36 +8,20 @@ plugin turns on --no-load-optim for --skip-train.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
-
-from megaplug import Draft, PluginInfo, hookimpl
+from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
 from . import outputs
 from .options import LoggingOptions
-
-if TYPE_CHECKING:
-    from megaplug._registry import FlagDeclarations
 
 megaplug_plugin = PluginInfo(
     name="logging",
     description="Logging, TensorBoard and W&B, timers, validation, one logger and "
                 "OpenTelemetry.",
-)
-
-CHECKS: tuple[Callable[[Draft], None], ...] = (
-    outputs.check_max_attention_logit,
-    outputs.warn_unused_settings,
+    rules=Rules(validate=(outputs.check_max_attention_logit, outputs.warn_unused_settings)),
 )
 
 
 @hookimpl
-def add_args(flags: "FlagDeclarations") -> None:
+def add_args(flags: FlagDeclarations) -> None:
     """Declare the logging, validation and telemetry flags."""
     flags.add_options(LoggingOptions)
-
-
-@hookimpl
-def validate(config: Draft) -> None:
-    """Run every logging check."""
-    for check in CHECKS:
-        check(config)

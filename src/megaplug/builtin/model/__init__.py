@@ -12,7 +12,7 @@ from ``--hybrid-layer-pattern``, which this plugin then treats like given values
 
 from __future__ import annotations
 
-from megaplug import Draft, PluginInfo, hookimpl
+from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
 from .checks import CHECKS
 from .derivations import DERIVATIONS
@@ -23,34 +23,17 @@ from .types import AttnBackend
 megaplug_plugin = PluginInfo(
     name="model",
     description="Network shape, attention, position embeddings, activations and norms.",
+    rules=Rules(
+        # a heterogeneous layer config is read and compared with the flags as given
+        normalize=(load_heterogeneous_config, check_against_heterogeneous_config),
+        derive=DERIVATIONS, validate=CHECKS),
 )
 
 
 @hookimpl
-def add_args(flags) -> None:  # type: ignore[no-untyped-def]
+def add_args(flags: FlagDeclarations) -> None:
     """Declare every model flag."""
     flags.add_options(ModelOptions)
-
-
-@hookimpl
-def normalize(config: Draft) -> None:
-    """Read a heterogeneous layer config and compare it with the flags as given."""
-    load_heterogeneous_config(config)
-    check_against_heterogeneous_config(config)
-
-
-@hookimpl
-def derive(config: Draft) -> None:
-    """Fill layer counts, MLP width and head size; apply the deprecated rotary flag."""
-    for step in DERIVATIONS:
-        step(config)
-
-
-@hookimpl
-def validate(config: Draft) -> None:
-    """Report every model problem."""
-    for check in CHECKS:
-        check(config)
 
 
 __all__ = ["AttnBackend", "ModelOptions", "megaplug_plugin"]

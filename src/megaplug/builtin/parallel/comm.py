@@ -78,13 +78,9 @@ def valid_dynamic_cp_sizes(dp_cp_size: int) -> list[int]:
 
 
 def check_dynamic_context_parallel(config: Draft) -> None:
-    """Dynamic CP needs DDP, the single data loader and its own packing scheduler."""
+    """Dynamic CP needs the single data loader and its own packing scheduler."""
     if not config.dynamic_context_parallel:
         return
-    if config.get("use_megatron_fsdp"):
-        config.error("--dynamic-context-parallel does not work with Megatron-FSDP",
-                     flags=("dynamic_context_parallel", "use_megatron_fsdp"),
-                     hint="drop one of them")
     if config.get("dataloader_type") not in (None, "single"):
         config.error(f"--dynamic-context-parallel needs --dataloader-type single, got "
                      f"{config.get('dataloader_type')}",
@@ -132,26 +128,16 @@ def check_packed_sequence_buffer(config: Draft) -> None:
 
 
 def check_cuda_device_max_connections(config: Draft) -> None:
-    """Before Blackwell, TP/CP kernels need CUDA_DEVICE_MAX_CONNECTIONS=1 to order comms."""
+    """Before Blackwell, TP/CP kernels need CUDA_DEVICE_MAX_CONNECTIONS=1 to order comms.
+
+    A feature that wants more connections takes this rule over while it is in use.
+    """
     if config.tensor_model_parallel_size <= 1 and config.context_parallel_size <= 1:
         return
     if config.env.capability() is None or _arch_major(config) >= 10:
         return
-    fsdp = ("Torch-FSDP2" if config.get("use_torch_fsdp2")
-            else "Megatron-FSDP" if config.get("use_megatron_fsdp") else None)
-    if fsdp:
-        config.warn(f"tensor or context parallelism with {fsdp} wants opposite "
-                    f"CUDA_DEVICE_MAX_CONNECTIONS settings (1 for TP/CP, more for {fsdp}); "
-                    "performance may suffer",
-                    flags=("tensor_model_parallel_size", "context_parallel_size"))
-    elif config.get("overlap_moe_expert_parallel_comm"):
-        config.warn("on Hopper and older GPUs, tensor or context parallelism wants "
-                    "CUDA_DEVICE_MAX_CONNECTIONS=1 while --overlap-moe-expert-parallel-comm wants "
-                    "more; set it to 1 or 32 depending on which to favour",
-                    flags=("tensor_model_parallel_size", "context_parallel_size",
-                           "overlap_moe_expert_parallel_comm"))
-    elif config.env.getenv("CUDA_DEVICE_MAX_CONNECTIONS") != "1":
-        found = config.env.getenv("CUDA_DEVICE_MAX_CONNECTIONS")
+    found = config.env.getenv("CUDA_DEVICE_MAX_CONNECTIONS")
+    if found != "1":
         config.error(
             "tensor or context parallelism needs the environment variable "
             f"CUDA_DEVICE_MAX_CONNECTIONS=1 on this GPU generation (found "
@@ -159,22 +145,6 @@ def check_cuda_device_max_connections(config: Draft) -> None:
             flags=("CUDA_DEVICE_MAX_CONNECTIONS", "tensor_model_parallel_size",
                    "context_parallel_size"),
             hint="export CUDA_DEVICE_MAX_CONNECTIONS=1 in the launch script")
-
-
-def derive_high_priority_stream_groups(config: Draft) -> None:
-    """FSDP's data-parallel groups get high-priority streams (FSDP2 always, Megatron-FSDP
-    on Blackwell and later) so communication is not starved by compute."""
-    fsdp2, megatron_fsdp = config.get("use_torch_fsdp2"), config.get("use_megatron_fsdp")
-    if not (fsdp2 or (megatron_fsdp and _arch_major(config) >= 10)):
-        return
-    groups = list(config.high_priority_stream_groups or [])
-    expert_parallel = (config.get("expert_model_parallel_size", 1) or 1) > 1
-    wanted = ["dp_cp"] + (["ep_dp"] if expert_parallel else [])
-    added = [group for group in wanted if group not in groups]
-    if added:
-        config.set("high_priority_stream_groups", groups + added,
-                   inputs=("use_torch_fsdp2", "use_megatron_fsdp", "expert_model_parallel_size"),
-                   reason="FSDP communication runs on high-priority streams")
 
 
 def check_deterministic_parallelism(config: Draft) -> None:

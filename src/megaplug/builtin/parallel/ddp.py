@@ -21,23 +21,23 @@ def _before_freeze(config: Draft, dest: str) -> bool:
                 and any(name in record.inputs for name in _LATE_SWITCH_OFFS))
 
 
-def _sharded_optimizer(config: Draft) -> bool:
-    """Whether parameters are gathered after the step (distributed optimizer, Megatron-FSDP,
-    or the distributed Muon optimizer)."""
-    return bool(_before_freeze(config, "use_distributed_optimizer")
-                or config.get("use_megatron_fsdp") or config.get("optimizer") == "dist_muon")
-
-
-def check_overlap_param_gather(config: Draft) -> None:
-    """Overlapping the parameter all-gather needs sharded parameters and overlapped reduction."""
+def check_overlap_param_gather_sharding(config: Draft) -> None:
+    """Overlapping the parameter all-gather needs parameters gathered after the step: the
+    distributed optimizer or the distributed Muon optimizer (a feature that shards
+    parameters itself takes this rule over)."""
     if not _before_freeze(config, "overlap_param_gather"):
         return
-    if not _sharded_optimizer(config):
-        config.error("--overlap-param-gather needs sharded parameters: --use-distributed-optimizer,"
-                     " --use-megatron-fsdp or --optimizer dist_muon",
+    if not (_before_freeze(config, "use_distributed_optimizer")
+            or config.get("optimizer") == "dist_muon"):
+        config.error("--overlap-param-gather needs sharded parameters: --use-distributed-optimizer"
+                     " or --optimizer dist_muon",
                      flags=("overlap_param_gather", "use_distributed_optimizer"),
                      hint="add --use-distributed-optimizer, or drop --overlap-param-gather")
-    if not config.overlap_grad_reduce:
+
+
+def check_overlap_param_gather_reduce(config: Draft) -> None:
+    """Overlapping the parameter all-gather needs overlapped gradient reduction."""
+    if _before_freeze(config, "overlap_param_gather") and not config.overlap_grad_reduce:
         config.error("--overlap-param-gather needs --overlap-grad-reduce",
                      flags=("overlap_param_gather", "overlap_grad_reduce"),
                      hint="add --overlap-grad-reduce")
@@ -134,14 +134,6 @@ def derive_fake_process_group(config: Draft) -> None:
         config.set("use_gloo_process_groups", False, inputs=("fake_process_group",))
 
 
-def check_fake_process_group(config: Draft) -> None:
-    """The flex token dispatcher needs real communication."""
-    if config.fake_process_group and config.get("moe_token_dispatcher_type") == "flex":
-        config.error("--fake-process-group does not work with --moe-token-dispatcher-type flex",
-                     flags=("fake_process_group", "moe_token_dispatcher_type"),
-                     hint="use the alltoall or allgather dispatcher with a fake process group")
-
-
 def _enum_name(value: object) -> str:
     return str(getattr(value, "name", value))
 
@@ -171,11 +163,8 @@ def _require_te(config: Draft, needed: bool, version: str, when: str,
 
 
 def _check_delay_wgrad_cuda_graphs(config: Draft) -> None:
-    modules = {_enum_name(m) for m in config.get("cuda_graph_modules") or []}
-    moe_router_graphed = ("moe_router" in modules
-                          and config.get("moe_shared_expert_intermediate_size") is not None
-                          and not config.get("moe_shared_expert_overlap"))
-    if not ("attn" in modules or moe_router_graphed):
+    """Graphed attention keeps its weight-gradient computation inside the CUDA graph."""
+    if "attn" not in {_enum_name(m) for m in config.get("cuda_graph_modules") or []}:
         return
     flags = ("delay_wgrad_compute", "cuda_graph_modules")
     problem = config.env.requirement_problem("transformer_engine", "2.12.0")
@@ -187,7 +176,7 @@ def _check_delay_wgrad_cuda_graphs(config: Draft) -> None:
                      "(its static buffers are what graphs can capture)",
                      flags=(*flags, "gradient_accumulation_fusion"),
                      hint="drop --no-gradient-accumulation-fusion")
-    if "attn" in modules and (config.get("add_bias_linear") or config.get("add_qkv_bias")):
+    if config.get("add_bias_linear") or config.get("add_qkv_bias"):
         config.error("CUDA graphs of attention with --delay-wgrad-compute do not support "
                      "attention biases", flags=(*flags, "add_bias_linear", "add_qkv_bias"),
                      hint="add --disable-bias-linear, or leave attn out of --cuda-graph-modules")

@@ -12,10 +12,6 @@ SIZE_FLAGS = ("tensor_model_parallel_size", "pipeline_model_parallel_size",
               "context_parallel_size")
 
 
-#: Set (without a flag) when GTP ranks also split the sequence; GTP folds it into CP.
-SEQUENCE_SHARDS = "tensor_parallel_num_sequence_shards"
-
-
 def _divisors(number: int) -> list[int]:
     return [d for d in range(1, number + 1) if number % d == 0]
 
@@ -35,37 +31,25 @@ def sizes_are_usable(config: Draft) -> bool:
     return config.world_size != 0 and all(config[name] != 0 for name in SIZE_FLAGS)
 
 
-def user_context_parallel_size(config: Draft) -> int:
-    """Context-parallel size as given, before GTP folded its sequence shards into it.
-
-    Those shards split the sequence inside ranks already counted by the GTP weight-shard
-    factor, so they must not count twice in the size of one model replica.
-    """
-    size = config.context_parallel_size
-    record = config.source("context_parallel_size")
-    if record is None or SEQUENCE_SHARDS not in record.inputs:
-        return size
-    shards, tp = config.get(SEQUENCE_SHARDS), config.tensor_model_parallel_size
-    folded = shards // tp if shards and tp >= 1 else 1
-    return size // folded if folded > 1 and size % folded == 0 else size
-
-
 def total_model_size(config: Draft) -> int:
-    """Ranks one model replica occupies: TP x PP x CP x GTP weight shards."""
+    """Ranks one model-parallel group occupies: TP x PP x CP."""
     return (config.tensor_model_parallel_size * config.pipeline_model_parallel_size
-            * user_context_parallel_size(config)
-            * (config.get("gtp_weight_remat_size", 1) or 1))
+            * config.context_parallel_size)
 
 
 def derive_parallel_sizes(config: Draft) -> None:
-    """Set the transformer pipeline size and the data-parallel size."""
+    """Set the transformer pipeline size and the data-parallel size.
+
+    Every rank outside one model-parallel group is a data-parallel rank here; a feature
+    that groups data-parallel ranks further refines the size after this plugin.
+    """
     config.set("transformer_pipeline_model_parallel_size", config.pipeline_model_parallel_size,
                inputs=("pipeline_model_parallel_size",))
     if not sizes_are_usable(config):
         return
     config.set("data_parallel_size", config.world_size // total_model_size(config),
                inputs=("world_size", *SIZE_FLAGS),
-               reason="world size divided by the ranks of one model replica")
+               reason="world size divided by the ranks of one model-parallel group")
 
 
 def check_process_identity(config: Draft) -> None:
@@ -107,17 +91,14 @@ def check_positive_sizes(config: Draft) -> None:
 
 
 def check_world_size_divisible(config: Draft) -> None:
-    """The world must hold a whole number of model replicas."""
+    """The world must hold a whole number of model-parallel groups."""
     if not sizes_are_usable(config):
         return
     world, total = config.world_size, total_model_size(config)
     if world % total == 0:
         return
     parts = (f"TP {config.tensor_model_parallel_size} x PP {config.pipeline_model_parallel_size}"
-             f" x CP {user_context_parallel_size(config)}")
-    gtp = config.get("gtp_weight_remat_size", 1) or 1
-    if gtp > 1:
-        parts += f" x GTP weight shards {gtp}"
+             f" x CP {config.context_parallel_size}")
     config.error(
         f"world size {world} is not divisible by the model-parallel size {total} ({parts})",
         flags=("WORLD_SIZE", *SIZE_FLAGS),

@@ -7,37 +7,19 @@ accumulation for bf16, and maps the output-logit and Mamba state dtypes to torch
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from megaplug import Draft, PluginInfo, hookimpl
+from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
 from .options import PrecisionOptions
 from .rules import CHECKS, DERIVATIONS
 
-if TYPE_CHECKING:
-    from megaplug._registry import FlagDeclarations
-
 megaplug_plugin = PluginInfo(
     name="precision",
     description="fp16/bf16/fp8/fp4 training, loss scaling and gradient-reduction precision.",
+    rules=Rules(derive=DERIVATIONS, validate=CHECKS),
 )
 
 
 @hookimpl
-def add_args(flags: "FlagDeclarations") -> None:
+def add_args(flags: FlagDeclarations) -> None:
     """Declare the precision settings."""
     flags.add_options(PrecisionOptions)
-
-
-@hookimpl
-def derive(config: Draft) -> None:
-    """Derive the parameter dtype and the precision-dependent settings."""
-    for derivation in DERIVATIONS:
-        derivation(config)
-
-
-@hookimpl
-def validate(config: Draft) -> None:
-    """Report incompatible precision choices."""
-    for check in CHECKS:
-        check(config)

@@ -9,9 +9,6 @@ from megaplug import Draft, TorchDType
 #: CLI dtype names and the torch dtypes they stand for.
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp8": "uint8"}
 
-#: Reduce-scatters whose only purpose is fp32 accumulation over a low-precision wire.
-FP32_ACCUMULATING_REDUCE_SCATTERS = ("ddp_reduce_scatter_with_fp32_accumulation",
-                                     "gtp_remat_reduce_scatter_with_fp32_accumulation")
 
 
 def to_torch_dtype(value: Any) -> Any:
@@ -35,11 +32,6 @@ def _distributed_optimizer_before_freeze(config: Draft) -> bool:
     record = config.source("use_distributed_optimizer")
     return bool(record is not None and record.source == "derived"
                 and any(name in record.inputs for name in ("freeze_all_layers", "optimizer")))
-
-
-def _sharded_parameters(config: Draft) -> bool:
-    return bool(_distributed_optimizer_before_freeze(config) or config.get("use_torch_fsdp2")
-                or config.get("use_megatron_fsdp"))
 
 
 # -- derive ------------------------------------------------------------------------------
@@ -82,15 +74,13 @@ def derive_bf16_grad_accumulation(config: Draft) -> None:
 
 
 def derive_plain_fp32_reduce_scatter(config: Draft) -> None:
-    """With fp32 gradient reduction the fp32-accumulating reduce-scatters buy nothing."""
-    if not config.accumulate_allreduce_grads_in_fp32:
-        return
-    for name in FP32_ACCUMULATING_REDUCE_SCATTERS:
-        if config.get(name):
-            config.warn(f"turning off {config.spelling(name)}: "
-                        "--accumulate-allreduce-grads-in-fp32 already reduces in fp32",
-                        flags=(name, "accumulate_allreduce_grads_in_fp32"))
-            config.set(name, False, inputs=("accumulate_allreduce_grads_in_fp32",))
+    """With fp32 gradient reduction the fp32-accumulating DDP reduce-scatter buys nothing."""
+    name = "ddp_reduce_scatter_with_fp32_accumulation"
+    if config.accumulate_allreduce_grads_in_fp32 and config.get(name):
+        config.warn(f"turning off {config.spelling(name)}: "
+                    "--accumulate-allreduce-grads-in-fp32 already reduces in fp32",
+                    flags=(name, "accumulate_allreduce_grads_in_fp32"))
+        config.set(name, False, inputs=("accumulate_allreduce_grads_in_fp32",))
 
 
 def derive_attention_softmax_in_fp32(config: Draft) -> None:
@@ -144,14 +134,19 @@ def check_low_precision_formats(config: Draft) -> None:
                          hint="upgrade Transformer Engine to 2.7 or later")
 
 
-def check_param_gather(config: Draft) -> None:
-    """Low-precision parameter gathers need sharded parameters; fp4 gathers need fp4."""
+def check_param_gather_sharding(config: Draft) -> None:
+    """Low-precision parameter gathers need sharded parameters: the distributed optimizer
+    (a feature that shards parameters itself takes this rule over)."""
     for name in ("fp8_param_gather", "fp4_param_gather"):
-        if config[name] and not _sharded_parameters(config):
+        if config[name] and not _distributed_optimizer_before_freeze(config):
             config.error(f"{config.spelling(name)} needs sharded parameters: "
-                         "--use-distributed-optimizer, --use-torch-fsdp2 or --use-megatron-fsdp",
-                         flags=(name, "use_distributed_optimizer"),
+                         "--use-distributed-optimizer, or a fully sharded data-parallel "
+                         "implementation", flags=(name, "use_distributed_optimizer"),
                          hint="add --use-distributed-optimizer")
+
+
+def check_fp4_param_gather_format(config: Draft) -> None:
+    """fp4 parameter gathers need the fp4 format."""
     if config.fp4_param_gather and not config.fp4:
         config.error("--fp4-param-gather needs --fp4-format", flags=("fp4_param_gather", "fp4"),
                      hint="add --fp4-format e2m1, or drop --fp4-param-gather")
@@ -166,22 +161,6 @@ def check_mxfp8_inference(config: Draft) -> None:
         config.error(f"--fp8-recipe mxfp8 with --transformer-impl inference_optimized {problem}",
                      flags=("fp8_recipe", "transformer_impl"),
                      hint="install FlashInfer 0.6.4 or later, or use another fp8 recipe")
-
-
-def check_block_cuda_graph_fp8(config: Draft) -> None:
-    """fp8 under block-scoped inference CUDA graphs: inference-optimized layers and MXFP8."""
-    scope = config.get("inference_cuda_graph_scope")
-    if config.fp8 is None or str(getattr(scope, "name", scope)) != "block":
-        return
-    flags = ("fp8", "inference_cuda_graph_scope")
-    if config.get("transformer_impl") != "inference_optimized":
-        config.error("fp8 with --inference-cuda-graph-scope block needs --transformer-impl "
-                     "inference_optimized", flags=(*flags, "transformer_impl"),
-                     hint="use --transformer-impl inference_optimized")
-    if config.fp8_recipe != "mxfp8":
-        config.error("fp8 with --inference-cuda-graph-scope block supports only "
-                     f"--fp8-recipe mxfp8, got {config.fp8_recipe}", flags=(*flags, "fp8_recipe"),
-                     hint="use --fp8-recipe mxfp8")
 
 
 def check_mixed_precision_options(config: Draft) -> None:
@@ -199,8 +178,8 @@ def check_mixed_precision_options(config: Draft) -> None:
 CHECKS: tuple[Callable[[Draft], None], ...] = (
     check_one_half_precision,
     check_low_precision_formats,
-    check_param_gather,
+    check_param_gather_sharding,
+    check_fp4_param_gather_format,
     check_mxfp8_inference,
-    check_block_cuda_graph_fp8,
     check_mixed_precision_options,
 )

@@ -11,22 +11,24 @@ from megaplug import Draft
 _EXPLICIT_SOURCES = frozenset({"command-line", "config-file", "environment", "checkpoint"})
 
 
+#: The model-parallel sizes whose product is one model-parallel group.
+_GROUP_SIZES = ("tensor_model_parallel_size", "pipeline_model_parallel_size",
+                "context_parallel_size")
+
+
 def batch_parallel_size(config: Draft) -> Optional[int]:
-    """Ranks that each consume their own micro batches: data-parallel size times GTP remat size.
+    """Ranks that each consume their own micro batches: the world over one model-parallel
+    group (Megatron's ``batch_parallel_size``).
 
-    ``None`` when the parallel layout is not known (the parallel plugin reported a problem).
+    Every data-parallel rank is one, and so is every rank a feature groups with others to
+    share a model replica's weights (which refines the data-parallel size, not this).
+    ``None`` when the layout is unusable (the parallel plugin reports it).
     """
-    explicit = config.get("batch_parallel_size")
-    if explicit is not None:
-        return int(explicit)
-    data_parallel = config.get("data_parallel_size")
-    if data_parallel is None:
-        return None
-    return int(data_parallel) * _gtp_weight_remat_size(config)
-
-
-def _gtp_weight_remat_size(config: Draft) -> int:
-    return int(config.get("gtp_weight_remat_size", 1) or 1)
+    group = 1
+    for name in _GROUP_SIZES:
+        group *= config.get(name, 1)
+    world = config.get("world_size", 1)
+    return world // group if group and world else None
 
 
 def global_batch_size_was_given(config: Draft) -> bool:
@@ -53,8 +55,8 @@ def derive_global_batch_size(config: Draft) -> None:
     # a negative data-parallel size (negative WORLD_SIZE) gives a negative batch, which the
     # positivity check then refuses, as Megatron's assert does
     config.set("global_batch_size", micro * ranks,
-               reason="one micro batch per data-parallel rank",
-               inputs=("micro_batch_size", "data_parallel_size"))
+               reason="one micro batch per batch-parallel rank",
+               inputs=("micro_batch_size", "world_size", *_GROUP_SIZES))
 
 
 def derive_eval_batch_sizes(config: Draft) -> None:
@@ -111,14 +113,12 @@ def check_eval_batch_divisibility(config: Draft) -> None:
     """Each evaluation step must split into whole micro batches on every batch-parallel rank."""
     eval_global = _first_set(config.get("eval_global_batch_size"), config.global_batch_size)
     eval_micro = _first_set(config.get("eval_micro_batch_size"), config.micro_batch_size)
-    data_parallel = config.get("data_parallel_size")
-    if eval_global is None or eval_micro is None or not data_parallel:
+    ranks = batch_parallel_size(config)
+    if eval_global is None or eval_micro is None or not ranks:
         return
     if config.micro_batch_size is None or config.micro_batch_size <= 0 \
             or config.global_batch_size is None or config.global_batch_size <= 0:
         return  # Megatron stops at the training batch sizes, reported above
-    remat = _gtp_weight_remat_size(config)
-    ranks = batch_parallel_size(config) or int(data_parallel) * remat
     # name the flags the user wrote: evaluation sizes not given are the training ones
     names = (_given_or("eval_global_batch_size", "--global-batch-size", config),
              _given_or("eval_micro_batch_size", "--micro-batch-size", config))
@@ -130,10 +130,9 @@ def check_eval_batch_divisibility(config: Draft) -> None:
     # Python's modulo, as Megatron's assert computes it (negative sizes may pass)
     if eval_global % step == 0:
         return
-    remat_text = f" x GTP weight-remat size {remat}" if remat != 1 else ""
     config.error(
-        f"{names[0]} {eval_global} must be divisible by {names[1]} {eval_micro} x data-parallel "
-        f"size {data_parallel}{remat_text} = {step}"
+        f"{names[0]} {eval_global} must be divisible by {names[1]} {eval_micro} x batch-parallel "
+        f"size {ranks} = {step}"
         + ("" if all(name.startswith("--eval") for name in names)
            else " (evaluation batch sizes default to the training ones)"),
         flags=(*names, "data_parallel_size"),

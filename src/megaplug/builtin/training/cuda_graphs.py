@@ -8,10 +8,12 @@ from megaplug import Draft
 
 from .enums import CudaGraphModule
 
-#: Retired module spellings that now mean another setting: (setting, value it migrates to).
-_MIGRATIONS: dict[str, tuple[str, str]] = {
-    "full_iteration": ("cuda_graph_impl", "full_iteration"),
-    "full_iteration_inference": ("inference_cuda_graph_scope", "block"),
+#: Retired module spellings, and the implementations each may be combined with:
+#: ``full_iteration`` is ``--cuda-graph-impl full_iteration`` now; ``full_iteration_inference``
+#: is an inference CUDA-graph scope, migrated by the plugin that owns the scope.
+RETIRED_MODULES: dict[str, tuple[str, ...]] = {
+    "full_iteration": ("none", "local", "full_iteration"),
+    "full_iteration_inference": ("none", "local"),
 }
 
 
@@ -68,10 +70,12 @@ def normalize_module_list(config: Draft) -> None:
     if used_full:
         config.warn("--cuda-graph-modules full is deprecated; an empty module list captures the "
                     "whole layer", flags=("cuda_graph_modules",))
-    impl = config.cuda_graph_impl
-    if _check_migration_inputs(config, retired, impl):
-        for spelling in retired:
-            _migrate(config, spelling, impl)
+    if _retired_modules_fit(config, retired) and "full_iteration" in retired:
+        config.warn("--cuda-graph-modules full_iteration is deprecated; setting "
+                    "--cuda-graph-impl=full_iteration instead", flags=("cuda_graph_modules",
+                                                                         "cuda_graph_impl"))
+        config.set("cuda_graph_impl", "full_iteration", reason="retired --cuda-graph-modules "
+                   "full_iteration", inputs=("cuda_graph_modules",))
     if modules != config.cuda_graph_modules:
         config.set("cuda_graph_modules", modules, reason="normalized module list",
                    inputs=("cuda_graph_modules",))
@@ -87,69 +91,29 @@ def _split_modules(raw: list[Any]) -> tuple[list[CudaGraphModule], list[str], bo
                 modules.append(item)
         elif item == "full":
             used_full = True
-        elif item in _MIGRATIONS:
+        elif item in RETIRED_MODULES:
             retired.append(item)
         elif isinstance(item, str) and item in CudaGraphModule.__members__:
             modules.append(CudaGraphModule[item])
     return modules, retired, used_full
 
 
-#: Per retired spelling: the implementations it may be combined with, and the inference
-#: scopes (by name; None for unset) an explicit --inference-cuda-graph-scope may have.
-_MIGRATION_INPUTS: dict[str, tuple[tuple[str, ...], tuple[Optional[str], ...]]] = {
-    "full_iteration": (("none", "local", "full_iteration"), (None, "none")),
-    "full_iteration_inference": (("none", "local"), (None, "block")),
-}
-
-
-def _check_migration_inputs(config: Draft, retired: list[str], impl: str) -> bool:
-    if not retired:
-        return True
+def _retired_modules_fit(config: Draft, retired: list[str]) -> bool:
+    """One retired spelling at most, with an implementation it can be combined with."""
     if len(set(retired)) > 1:
         config.error(f"--cuda-graph-modules cannot hold several retired spellings at once "
                      f"({', '.join(sorted(set(retired)))})",
                      flags=("cuda_graph_modules",), hint="keep one of them")
         return False
-    spelling = retired[0]
-    impls, scopes = _MIGRATION_INPUTS[spelling]
-    ok = True
-    if impl not in impls:
-        config.error(f"--cuda-graph-modules {spelling} is a retired spelling that cannot be "
+    impl = config.cuda_graph_impl
+    if retired and impl not in RETIRED_MODULES[retired[0]]:
+        config.error(f"--cuda-graph-modules {retired[0]} is a retired spelling that cannot be "
                      f"combined with --cuda-graph-impl {impl}",
                      flags=("cuda_graph_modules", "cuda_graph_impl"),
                      hint=f"drop it from --cuda-graph-modules, or use --cuda-graph-impl "
-                          f"{' or '.join(impls)}")
-        ok = False
-    explicit_scope = config.get("inference_cuda_graph_scope")
-    scope = None if explicit_scope is None else _scope_name(explicit_scope).rsplit(".", 1)[-1]
-    if scope not in scopes:
-        config.error(f"--cuda-graph-modules {spelling} cannot be combined with "
-                     f"--inference-cuda-graph-scope {scope}",
-                     flags=("cuda_graph_modules", "inference_cuda_graph_scope"),
-                     hint=f"drop {spelling}, or use --inference-cuda-graph-scope {scopes[1]}")
-        ok = False
-    return ok
-
-
-def _migrate(config: Draft, spelling: str, impl: str) -> None:
-    setting, value = _MIGRATIONS[spelling]
-    if spelling == "full_iteration_inference" and impl == "none":
-        config.warn(f"--cuda-graph-modules {spelling} is deprecated and has no effect with "
-                    "--cuda-graph-impl none; use --cuda-graph-impl local with "
-                    "--inference-cuda-graph-scope block for inference CUDA graphs",
-                    flags=("cuda_graph_modules",))
-        return
-    if setting not in config:
-        return  # the plugin that owns the setting is not installed
-    flag = "--" + setting.replace("_", "-")
-    config.warn(f"--cuda-graph-modules {spelling} is deprecated; setting {flag}={value} instead",
-                flags=("cuda_graph_modules", setting))
-    config.set(setting, value, reason=f"retired --cuda-graph-modules {spelling}",
-               inputs=("cuda_graph_modules",))
-
-
-def _scope_name(value: Any) -> str:
-    return str(getattr(value, "name", value))
+                          f"{' or '.join(RETIRED_MODULES[retired[0]])}")
+        return False
+    return True
 
 
 def derive_te_rng_tracker(config: Draft) -> None:

@@ -78,15 +78,11 @@ def derive_frozen_training(config: Draft) -> None:
 
 
 def check_emerging_optimizer(config: Draft) -> None:
-    """Optimizers beyond Adam and SGD work only with Megatron DDP and torch checkpoints."""
+    """Optimizers beyond Adam and SGD save only torch checkpoints (and run only with Megatron
+    DDP, which the FSDP plugin checks)."""
     optimizer = config.optimizer
     if optimizer in _CLASSIC_OPTIMIZERS:
         return
-    for dest in ("use_torch_fsdp2", "use_megatron_fsdp"):
-        if config.get(dest):
-            config.error(f"--optimizer {optimizer} does not support {config.spelling(dest)} yet",
-                         flags=("optimizer", dest),
-                         hint=f"use --optimizer adam or sgd, or drop {config.spelling(dest)}")
     ckpt_format = config.get("ckpt_format")
     if ckpt_format is not None and ckpt_format not in _EMERGING_CHECKPOINT_FORMATS:
         config.error(f"--optimizer {optimizer} supports only --ckpt-format torch or torch_dist "

@@ -1,0 +1,67 @@
+"""Checks that involve MoE settings and built-in ones, and the built-in rule MoE takes over.
+
+The built-in plugins know nothing of MoE: a check about the fake process group and the
+flex dispatcher, or about a CUDA-graphed router with delayed weight gradients, lives here,
+and while expert-parallel communication overlaps compute this plugin takes over the
+parallel plugin's CUDA_DEVICE_MAX_CONNECTIONS requirement (Megatron only advises then).
+"""
+
+from __future__ import annotations
+
+from megaplug import Draft
+
+
+def overlaps_expert_parallel_comm(config: Draft) -> bool:
+    """Whether expert-parallel communication overlaps compute (it wants more connections)."""
+    return bool(config.overlap_moe_expert_parallel_comm)
+
+
+def warn_device_connections_with_model_parallelism(config: Draft) -> None:
+    """Before Blackwell, TP/CP want CUDA_DEVICE_MAX_CONNECTIONS=1 and the EP overlap wants
+    more: Megatron only advises which to favour."""
+    if not overlaps_expert_parallel_comm(config):
+        return
+    capability = config.env.capability()
+    if capability is None or capability[0] >= 10:
+        return
+    if config.get("tensor_model_parallel_size", 1) <= 1 and \
+            config.get("context_parallel_size", 1) <= 1:
+        return
+    config.warn("on Hopper and older GPUs, tensor or context parallelism wants "
+                "CUDA_DEVICE_MAX_CONNECTIONS=1 while --overlap-moe-expert-parallel-comm wants "
+                "more; set it to 1 or 32 depending on which to favour",
+                flags=("tensor_model_parallel_size", "context_parallel_size",
+                       "overlap_moe_expert_parallel_comm"))
+
+
+def flex_dispatcher_needs_real_communication(config: Draft) -> None:
+    """The flex token dispatcher does not work over a fake process group."""
+    if config.get("fake_process_group") and config.moe_token_dispatcher_type == "flex":
+        config.error("--fake-process-group does not work with --moe-token-dispatcher-type flex",
+                     flags=("fake_process_group", "moe_token_dispatcher_type"),
+                     hint="use the alltoall or allgather dispatcher with a fake process group")
+
+
+def _module_names(config: Draft) -> set[str]:
+    return {str(getattr(m, "name", m)) for m in config.get("cuda_graph_modules") or []}
+
+
+def graphed_router_with_delayed_wgrad(config: Draft) -> None:
+    """A CUDA-graphed router whose shared experts do not overlap keeps a delayed weight
+    gradient inside the graph: that needs Transformer Engine 2.12 and gradient accumulation
+    fusion. (With attention graphed too, the parallel plugin reports the same.)"""
+    modules = _module_names(config)
+    if not config.get("delay_wgrad_compute") or "moe_router" not in modules or "attn" in modules:
+        return
+    if config.moe_shared_expert_intermediate_size is None or config.moe_shared_expert_overlap:
+        return
+    flags = ("delay_wgrad_compute", "cuda_graph_modules")
+    problem = config.env.requirement_problem("transformer_engine", "2.12.0")
+    if problem:
+        config.error(f"CUDA graphs with --delay-wgrad-compute {problem}", flags=flags,
+                     hint="upgrade Transformer Engine to 2.12.0 or later")
+    if not config.get("gradient_accumulation_fusion", True):
+        config.error("CUDA graphs with --delay-wgrad-compute need gradient accumulation fusion "
+                     "(its static buffers are what graphs can capture)",
+                     flags=(*flags, "gradient_accumulation_fusion"),
+                     hint="drop --no-gradient-accumulation-fusion")

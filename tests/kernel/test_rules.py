@@ -1,0 +1,145 @@
+"""Rules as data: a plugin declares its rules, the kernel runs them and blames each by name."""
+
+from __future__ import annotations
+
+import pytest
+from toy_plugins import Core
+
+from megaplug import ConfigError, PluginInfo, Problem, Rules, hookimpl
+
+rules = Rules()
+
+
+@rules.normalize
+def double_lr(config):
+    config.set("lr", config.lr * 2, inputs=("lr",), reason="doubled")
+
+
+@rules.derive
+def ffn_from_layers(config):
+    config.set("ffn_hidden_size", config.num_layers * 10, inputs=("num_layers",))
+
+
+@rules.validate
+def layers_below_ten(config):
+    if config.num_layers >= 10:
+        config.error(f"--num-layers {config.num_layers} is too deep", flags=("num_layers",),
+                     hint="use fewer layers")
+
+
+@rules.validate
+def returns_problems(config):
+    if config.verbose:
+        return [Problem("verbose is noisy", ("verbose",), "drop --verbose")]
+    return None
+
+
+def raises_when_mode_b(config):
+    if config.mode == "b":
+        raise RuntimeError("mode b is not handled")
+
+
+def appends_to_sizes(config):
+    if config.sizes is not None:
+        config.sizes.append(7)
+
+
+def five_layers(config):
+    return config.num_layers == 5
+
+
+def warns(config):
+    config.warn("conditional rule ran")
+
+
+rules.validate(raises_when_mode_b, appends_to_sizes)
+rules.validate(warns, when=five_layers)
+
+
+class Ruled:
+    """Runs after the core; its hooks are rules, plus an ordinary pluggy hook."""
+
+    megaplug_plugin = PluginInfo(name="ruled", after=("core",), rules=rules)
+
+    @hookimpl
+    def derive(self, config):
+        config.set("data_parallel_size", 3)
+
+
+@pytest.fixture
+def kernel(make_kernel):
+    return make_kernel(Core(), Ruled())
+
+
+def test_rules_run_in_their_phase_and_provenance_names_the_rule(kernel):
+    resolved = kernel.resolve(["--num-layers", "3", "--lr", "0.5"], environ={})
+    assert resolved.lr == 1.0 and resolved.ffn_hidden_size == 30
+    assert resolved.source("lr").rule == "double_lr"
+    assert resolved.source("lr").describe() == "normalized by ruled from lr (doubled)"
+    assert resolved.source("ffn_hidden_size").rule == "ffn_from_layers"
+    assert resolved.source("ffn_hidden_size").to_dict()["rule"] == "ffn_from_layers"
+
+
+def test_a_plugin_hook_runs_before_its_rules_of_the_same_phase(kernel):
+    resolved = kernel.resolve([], environ={})
+    assert resolved.data_parallel_size == 3
+    assert resolved.source("data_parallel_size").rule is None
+    assert kernel.plugins.records["ruled"].hooks == ("normalize", "derive", "validate")
+
+
+def test_problems_name_the_rule_that_reported_them(kernel):
+    with pytest.raises(ConfigError) as info:
+        kernel.resolve(["--num-layers", "12", "--verbose"], environ={})
+    found = {p.message: (p.plugin, p.rule) for p in info.value.problems}
+    assert found == {"--num-layers 12 is too deep": ("ruled", "layers_below_ten"),
+                     "verbose is noisy": ("ruled", "returns_problems")}
+
+
+def test_a_rule_that_raises_is_reported_and_the_others_still_run(kernel):
+    with pytest.raises(ConfigError) as info:
+        kernel.resolve(["--mode", "b", "--num-layers", "12"], environ={})
+    by_rule = {p.rule: p.message for p in info.value.problems}
+    assert "raised RuntimeError in validate rule raises_when_mode_b" in by_rule[
+        "raises_when_mode_b"]
+    assert by_rule["layers_below_ten"] == "--num-layers 12 is too deep"
+
+
+def test_a_validate_rule_that_mutates_is_blamed_and_undone(kernel):
+    with pytest.raises(ConfigError) as info:
+        kernel.resolve(["--sizes", "1", "2"], environ={})
+    [problem] = info.value.problems
+    assert problem.rule == "appends_to_sizes"
+    assert problem.message == "plugin 'ruled' changed sizes in validate"
+
+
+def test_a_rule_group_runs_only_when_its_condition_holds(kernel):
+    assert kernel.resolve([], environ={}).warnings == ()
+    [warning] = kernel.resolve(["--num-layers", "5"], environ={}).warnings
+    assert (warning.message, warning.plugin, warning.rule) == (
+        "conditional rule ran", "ruled", "warns")
+
+
+def test_rules_as_a_table_and_their_repr():
+    table = Rules(normalize=(double_lr,), validate=(layers_below_ten, returns_problems))
+    assert repr(table) == "Rules(normalize=(double_lr), validate=(layers_below_ten, " \
+                          "returns_problems))"
+    with pytest.raises(TypeError, match="must be callable"):
+        Rules(derive=("not a function",))
+
+
+class Feature:
+    """Takes over the ruled plugin's depth check while --verbose is on."""
+
+    feature_rules = Rules()
+    megaplug_plugin = PluginInfo(name="feature", after=("ruled",), rules=feature_rules)
+    feature_rules.supersede("ruled.layers_below_ten", when=lambda config: config.verbose)
+
+
+def test_a_feature_supersedes_another_plugins_rule_while_it_is_in_use(make_kernel):
+    kernel = make_kernel(Core(), Ruled(), Feature())
+    with pytest.raises(ConfigError) as info:
+        kernel.resolve(["--num-layers", "12"], environ={})
+    assert [p.rule for p in info.value.problems] == ["layers_below_ten"]
+    with pytest.raises(ConfigError) as info:
+        kernel.resolve(["--num-layers", "12", "--verbose"], environ={})
+    assert [p.rule for p in info.value.problems] == ["returns_problems"]
