@@ -103,7 +103,8 @@ def dsa_kernel_backend_available(config: Draft) -> None:
                hint="use --dsa-kernel-backend none, or state the target GPU with "
                     "--assume-device-capability")
         return
-    missing = [p for p in DSA_KERNEL_PACKAGES.get(backend, ()) if not (config.env.package_version(p) is not None)]
+    missing = [p for p in DSA_KERNEL_PACKAGES.get(backend, ())
+               if config.env.package_version(p) is None]
     if missing:
         reject(config, f"{shown(config, 'dsa_kernel_backend')} needs {', '.join(missing)}, "
                        "not installed",
