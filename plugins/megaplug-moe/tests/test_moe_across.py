@@ -22,7 +22,7 @@ def _resolve(extra: Sequence[str], connections: str = "1",
     environ = {"WORLD_SIZE": "8", "RANK": "0", "CUDA_DEVICE_MAX_CONNECTIONS": connections}
     target = megaplug.TargetEnvironment(packages={"transformer_engine": te},
                                         device_capability=(9, 0), environ=environ)
-    return megaplug.resolve([*DENSE_GPT, *MOE, *extra], environ=environ, target=target)
+    return megaplug.resolve(["-p", "no:preflight", *DENSE_GPT, *MOE, *extra], environ=environ, target=target)
 
 
 def _moe_problems(extra: Sequence[str], **kwargs: str) -> list[str]:
@@ -52,7 +52,7 @@ def test_expert_parallel_overlap_turns_the_connection_requirement_into_advice():
     tp = ["--tensor-model-parallel-size", "2", "--sequence-parallel"]
     environ = {"WORLD_SIZE": "8", "RANK": "0", "CUDA_DEVICE_MAX_CONNECTIONS": "32"}
     target = megaplug.TargetEnvironment(device_capability=(9, 0), environ=environ)
-    kernel, _ = megaplug.load([], environ=environ)
+    kernel, _ = megaplug.load(["-p", "no:preflight"], environ=environ)  # validate_args' rules
     draft, sink = kernel.parse([*DENSE_GPT, *MOE, *tp], environ=environ, target=target)
     with pytest.raises(megaplug.ConfigError) as info:
         kernel.finish(draft, sink)
