@@ -176,8 +176,7 @@ def rope_fusion_kernels_available(config: Draft) -> None:
     """Fused RoPE kernels come from Transformer Engine."""
     if not _fused_rope_applies(config):
         return
-    problem = te_shortfall(config, ROPE_FUSION_MIN_TE, "RoPE fusion (on by default)",
-                           ("apply_rope_fusion",))
+    problem = te_shortfall(config, ROPE_FUSION_MIN_TE)
     if problem:
         reject(config, f"RoPE fusion (on by default) {problem}",
                flags=("apply_rope_fusion", "position_embedding_type"),

@@ -67,7 +67,7 @@ def single_grouped_parameters_need_grouped_gemm(config: Draft) -> None:
     if not config.get("moe_grouped_gemm"):
         reject(config, f"{spelled} need --moe-grouped-gemm",
                flags=(*names, "moe_grouped_gemm"), hint="add --moe-grouped-gemm")
-    problem = te_shortfall(config, SINGLE_GROUPED_MIN_TE, spelled, names)
+    problem = te_shortfall(config, SINGLE_GROUPED_MIN_TE)
     if problem:
         reject(config, f"{spelled} {problem}",
                flags=tuple(names), hint="upgrade Transformer Engine, or drop these flags")
@@ -275,7 +275,7 @@ def moe_fp8_needs_recent_te(config: Draft) -> None:
     """FP8 experts (and FP8 grouped GEMM) need recent Transformer Engine versions."""
     if not view.experts(config) or not view.fp8_on(config):
         return
-    problem = te_shortfall(config, MOE_FP8_MIN_TE, "MoE with FP8", ("num_experts", "fp8"))
+    problem = te_shortfall(config, MOE_FP8_MIN_TE)
     if problem:
         reject(config, f"MoE with FP8 {problem}", flags=("num_experts", "fp8"),
                hint="upgrade Transformer Engine")
@@ -341,8 +341,7 @@ def permute_fusion_kernels_available(config: Draft) -> None:
     """The fused permutation kernels come from Transformer Engine 2.1 or newer."""
     if not config.get("moe_permute_fusion"):
         return
-    problem = te_shortfall(config, PERMUTE_FUSION_MIN_TE, "--moe-permute-fusion",
-                           ("moe_permute_fusion",))
+    problem = te_shortfall(config, PERMUTE_FUSION_MIN_TE)
     if problem:
         reject(config, f"--moe-permute-fusion {problem}", flags=("moe_permute_fusion",),
                hint="drop --moe-permute-fusion, or install Transformer Engine >= 2.1")

@@ -117,8 +117,7 @@ def delayed_wgrad_needs_ep_overlap(config: Draft) -> None:
                hint="add --overlap-moe-expert-parallel-comm")
     if config.get("cuda_graph_impl", "none") != "transformer_engine":
         return
-    problem = te_shortfall(config, DELAYED_WGRAD_GRAPH_MIN_TE, "--delay-wgrad-compute with "
-                           "TE CUDA graphs", ("delay_wgrad_compute", "cuda_graph_impl"))
+    problem = te_shortfall(config, DELAYED_WGRAD_GRAPH_MIN_TE)
     if problem:
         reject(config, f"--delay-wgrad-compute with --cuda-graph-impl transformer_engine "
                        f"{problem}",
@@ -135,8 +134,7 @@ def dispatch_wgrad_overlap(config: Draft) -> None:
         reject(config, "--overlap-dispatch-backward-with-experts-wgrad and "
                        "--overlap-moe-expert-parallel-comm cannot both be on",
                flags=(flag, EP_OVERLAP), hint="choose one overlap schedule")
-    problem = te_shortfall(config, DISPATCH_WGRAD_OVERLAP_MIN_TE,
-                           "--overlap-dispatch-backward-with-experts-wgrad", (flag,))
+    problem = te_shortfall(config, DISPATCH_WGRAD_OVERLAP_MIN_TE)
     if problem:
         reject(config, f"--overlap-dispatch-backward-with-experts-wgrad {problem}",
                flags=(flag,), hint="upgrade Transformer Engine")

@@ -41,8 +41,7 @@ def symmetric_all_reduce_versions(config: Draft) -> None:
                                                                       SYMMETRIC_AR_MIN_TORCH):
         reject(config, f"--symmetric-ar-type needs torch >= 2.7, found {torch_version}",
                flags=("symmetric_ar_type",), hint="upgrade torch")
-    problem = te_shortfall(config, SYMMETRIC_AR_MIN_TE, "--symmetric-ar-type",
-                           ("symmetric_ar_type",))
+    problem = te_shortfall(config, SYMMETRIC_AR_MIN_TE)
     if problem:
         reject(config, f"--symmetric-ar-type {problem}",
                flags=("symmetric_ar_type",), hint="upgrade Transformer Engine")

@@ -146,7 +146,7 @@ def fp8_module_recompute(config: Draft) -> None:
                flags=("recompute_modules", "fp8_recipe"),
                hint="use another FP8 recipe, or drop these modules")
     what = f"recomputing {' and '.join(modules)} in FP8"
-    problem = te_shortfall(config, FP8_MODULE_RECOMPUTE_MIN_TE, what, ("recompute_modules",))
+    problem = te_shortfall(config, FP8_MODULE_RECOMPUTE_MIN_TE)
     if problem:
         reject(config, f"{what} {problem}",
                flags=("recompute_modules", "fp8"), hint="upgrade Transformer Engine")
