@@ -29,7 +29,7 @@ megaplug_plugin = PluginInfo(
     # Validation runs after every plugin's derive hook; these edges order the built-ins
     # whose values the checks read. Feature plugins (moe, mla, inference, ...) may be
     # absent, so their settings are read with config.get and no edge names them.
-    after=("model", "parallel", "precision", "training", "data", "experimental"),
+    after=("model", "parallel", "precision", "training", "experimental"),
 )
 
 
