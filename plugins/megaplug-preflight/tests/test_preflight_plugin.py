@@ -105,6 +105,9 @@ def test_checks_are_named_documented_and_listed_once():
     names = [check.__name__ for check in checks]
     assert len(names) == len(set(names))
     assert checks == list(megaplug_preflight.CHECKS)
+    declared = megaplug_preflight.megaplug_plugin.rules.steps["validate"]
+    assert [step.name for step in declared] == names
+    assert {step.when for step in declared} == {megaplug_preflight.enabled}
     assert all(callable(check) and not check.__name__.startswith("_") for check in checks)
     for module in {inspect.getmodule(check) for check in checks}:
         assert module.__doc__, module.__name__

@@ -13,7 +13,7 @@ or keep it loaded but silent with the environment switch ``MEGAPLUG_PREFLIGHT=0`
 
 from __future__ import annotations
 
-from megaplug import Draft, PluginInfo, hookimpl
+from megaplug import Draft, PluginInfo, Rules
 
 from .checks import CHECKS, FAMILIES
 
@@ -21,32 +21,28 @@ from .checks import CHECKS, FAMILIES
 SWITCH = "MEGAPLUG_PREFLIGHT"
 _OFF = frozenset({"0", "false", "no", "off"})
 
+
+def enabled(config: Draft) -> bool:
+    """Whether the checks run: on unless the target environment sets ``MEGAPLUG_PREFLIGHT``
+    to an off value (the Megatron facade sets it, to keep Megatron's acceptance)."""
+    value = config.env.getenv(SWITCH)
+    return value is None or value.strip().lower() not in _OFF
+
+
+rules = Rules()
+rules.validate(*CHECKS, when=enabled)
+
 megaplug_plugin = PluginInfo(
     name="preflight",
     description="Pre-flight: the model-configuration checks Megatron makes only when it "
                 "builds the model.",
     version="0.1.0",
-    # Validation runs after every plugin's derive hook; these edges order the built-ins
-    # whose values the checks read. Feature plugins (moe, mla, inference, ...) may be
-    # absent, so their settings are read with config.get and no edge names them.
+    # Checks run after every plugin's derivations; these edges order the built-ins whose
+    # values they read. Feature plugins (moe, mla, inference, ...) may be absent, so their
+    # settings are read with config.get and no edge names them.
     after=("model", "parallel", "precision", "training", "experimental"),
+    rules=rules,
 )
 
 
-def enabled(config: Draft) -> bool:
-    """Whether the checks run: on unless the target environment sets ``MEGAPLUG_PREFLIGHT``
-    to an off value."""
-    value = config.env.getenv(SWITCH)
-    return value is None or value.strip().lower() not in _OFF
-
-
-@hookimpl
-def validate(config: Draft) -> None:
-    """Report everything Megatron's model configuration would raise for these values."""
-    if not enabled(config):
-        return
-    for check in CHECKS:
-        check(config)
-
-
-__all__ = ["CHECKS", "FAMILIES", "SWITCH", "enabled", "megaplug_plugin"]
+__all__ = ["CHECKS", "FAMILIES", "SWITCH", "enabled", "megaplug_plugin", "rules"]

@@ -187,7 +187,7 @@ def interleaved_rope_fusion_needs_recent_te(config: Draft) -> None:
     """Interleaved rotary embeddings are fused only by Transformer Engine 2.3 or newer."""
     if not _fused_rope_applies(config) or not config.get("rotary_interleaved"):
         return
-    if not (config.env.package_version("transformer_engine") is not None):
+    if config.env.package_version("transformer_engine") is None:
         return  # reported (or warned about) by rope_fusion_kernels_available
     problem = config.env.requirement_problem("transformer_engine",
                                              INTERLEAVED_ROPE_FUSION_MIN_TE)

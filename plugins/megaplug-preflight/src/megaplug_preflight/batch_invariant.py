@@ -57,7 +57,7 @@ def batch_invariant_moe(config: Draft) -> None:
     backend = config.get("batch_invariant_backend", "te_native")
     grouped = view.name_of(config.get("inference_grouped_gemm_backend", "vllm"))
     needs_deepgemm = backend in ("deepgemm", "triton") or (optimized and grouped == "torch")
-    if needs_deepgemm and not (config.env.package_version(DEEPGEMM) is not None):
+    if needs_deepgemm and config.env.package_version(DEEPGEMM) is None:
         reject(config, "batch-invariant MoE with this backend needs DeepGEMM's bf16 grouped "
                        "GEMMs (deep_gemm), not installed",
                flags=(MODE, "batch_invariant_backend"),

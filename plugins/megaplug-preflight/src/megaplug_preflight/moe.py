@@ -279,7 +279,8 @@ def moe_fp8_needs_recent_te(config: Draft) -> None:
     if problem:
         reject(config, f"MoE with FP8 {problem}", flags=("num_experts", "fp8"),
                hint="upgrade Transformer Engine")
-    elif config.get("moe_grouped_gemm") and (config.env.package_version("transformer_engine") is not None):
+    elif config.get("moe_grouped_gemm") and config.env.package_version(
+            "transformer_engine") is not None:
         problem = config.env.requirement_problem("transformer_engine", FP8_GROUPED_GEMM_MIN_TE)
         if problem:
             reject(config, f"FP8 grouped GEMM {problem}", flags=("moe_grouped_gemm", "fp8"),

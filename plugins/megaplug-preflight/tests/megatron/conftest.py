@@ -18,5 +18,5 @@ from preflight_reference import TALLY  # noqa: E402  (importable only after the 
 
 
 def pytest_terminal_summary(terminalreporter):
-    for kind, (agreed, total) in sorted(TALLY.items()):
-        terminalreporter.write_line(f"preflight: {kind}: megaplug agrees on {agreed}/{total}")
+    for kind, (count, total) in sorted(TALLY.items()):
+        terminalreporter.write_line(f"preflight: {kind}: {count}/{total}")

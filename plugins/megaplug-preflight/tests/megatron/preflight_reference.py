@@ -30,7 +30,7 @@ _FUSED_KERNELS = {
 
 
 #: Filled by the tests, printed at the end of the session: per kind of launch,
-#: [launches megaplug agrees on, launches judged].
+#: [how many passed, out of how many].
 TALLY: dict[str, list[int]] = {}
 
 
