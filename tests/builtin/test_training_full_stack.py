@@ -16,8 +16,8 @@ ENV = {"WORLD_SIZE": "8", "RANK": "0", "CUDA_DEVICE_MAX_CONNECTIONS": "1", "NCCL
 def kernel():
     loaded, _ = megaplug.load([], environ={})
     broken = [r.name for r in loaded.plugins.records.values() if r.status == "broken"]
-    if broken or "parallel" not in loaded.plugins.order:
-        pytest.skip(f"built-in plugins not ready: {broken}")
+    assert broken == [], f"plugins failed to load: {broken}"
+    assert "parallel" in loaded.plugins.order
     return loaded
 
 
