@@ -7,10 +7,12 @@ Usable as a module by the tests and as a script for a report:
 
 from __future__ import annotations
 
+import functools
 import glob
 import json
 import math
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +60,7 @@ class Outcome:
     ok: bool
     mismatches: list[str] = field(default_factory=list)
     error: str = ""
+    problems: tuple = ()
 
 
 FEATURE_PLUGINS = {"moe", "mla", "fsdp", "gtp", "inference", "rl", "distillation", "kitchen",
@@ -85,6 +88,78 @@ def seed_only_dests() -> set[str]:
     return {table.by_option[o].dest for o in options if o in table.by_option}
 
 
+#: Words Megatron's messages use for a part of a setting's name.
+_SPOKEN = {"number of": "num"}
+_LONGEST_NAME = 8  # words in the longest setting name (num_layers_per_virtual_pipeline_stage)
+
+
+def _normal(name: str) -> str:
+    """A flag, dest or environment variable as one comparable name: ``--num-experts``,
+    ``num_experts`` and ``NUM_EXPERTS`` are all ``num_experts``."""
+    return name.lstrip("-").replace("-", "_").lower()
+
+
+def concerned_names(megatron_error: str) -> set[str]:
+    """The settings Megatron's error message (or failing ``assert`` line) is about, found by
+    rule (from an assertion without a message, its failing line): every ``--flag`` and
+    ``args.name``, every identifier with an underscore (such as
+    ``CUDA_DEVICE_MAX_CONNECTIONS``), and every run of words that spells a real setting
+    (``expert model parallel_size`` -> ``expert_model_parallel_size``, ``Number of experts``
+    -> ``num_experts``), the longest spelling only (not ``model_parallel_size`` inside it)."""
+    # an assert without a message: only its failing line speaks of settings
+    text = megatron_error.lower().rpartition(": assert ")[2]
+    for spoken, name in _SPOKEN.items():
+        text = text.replace(spoken, name)
+    names = {_normal(m) for m in re.findall(r"--[a-z0-9][a-z0-9-]*", text)}
+    names |= set(re.findall(r"args\.([a-z0-9_]+)", text))
+    words = [w for w in re.split(r"[^a-z0-9_]+", text.replace("-", " ")) if w]
+    names |= {w for w in words if "_" in w}
+    known = _known_names()
+    spelled = {"_".join(words[i:i + size]) for size in range(2, _LONGEST_NAME + 1)
+               for i in range(len(words) - size + 1)} & known
+    names |= {n for n in spelled if not any(n != m and f"_{n}_" in f"_{m}_" for m in spelled)}
+    return names
+
+
+@functools.lru_cache(maxsize=None)
+def _flag_table():
+    from megaplug import load
+
+    return load(third_party_blocks())[0].table
+
+
+def problem_names(problem) -> set[str]:
+    """The settings a megaplug problem names, as comparable names: each flag's dest and its
+    spelling (an environment variable such as ``WORLD_SIZE`` stands for itself)."""
+    table = _flag_table()
+    names = set()
+    for flag in problem.flags:
+        names.add(_normal(flag))
+        spec = table.by_option.get(flag)
+        if spec is not None:
+            names.add(spec.dest)
+    return names
+
+
+def reason_mismatch(case: dict[str, Any], problems) -> str | None:
+    """Why megaplug's rejection of an ``error`` case is not for Megatron's reason (``None``
+    when some problem names a setting Megatron's error concerns)."""
+    concerned = concerned_names(case.get("megatron_error") or "")
+    if any(problem_names(p) & concerned for p in problems):
+        return None
+    return (f"megaplug rejected it, but no problem names a setting of Megatron's error "
+            f"{case.get('megatron_error')!r} (settings it concerns: "
+            f"{sorted(concerned) or 'none found'}); megaplug's problems: "
+            + "; ".join(f"{p} {list(p.flags)}" for p in problems))
+
+
+@functools.lru_cache(maxsize=None)
+def _known_names() -> frozenset[str]:
+    table = _flag_table()
+    return frozenset({spec.dest for spec in table} | {_normal(o) for o in table.by_option}
+                     | {_normal(e) for e in table.by_env})
+
+
 def run_case(path: Path) -> Outcome:
     from megaplug import ConfigError
     from megaplug._values import encode
@@ -98,8 +173,8 @@ def run_case(path: Path) -> Outcome:
             args_defaults=case.get("args_defaults") or {}, target=target_for(case))
     except ConfigError as exc:
         if case["expect"] == "error":
-            return Outcome(name, "error", True, error=str(exc))
-        return Outcome(name, "ok", False, [f"rejected: {exc}"], str(exc))
+            return Outcome(name, "error", True, error=str(exc), problems=exc.problems)
+        return Outcome(name, "ok", False, [f"rejected: {exc}"], str(exc), exc.problems)
     if case["expect"] == "error":
         return Outcome(name, "error", False,
                        [f"accepted, but Megatron rejected it: {case.get('megatron_error')}"])
