@@ -227,3 +227,36 @@ def test_rules_on_newer_settings_report_message_flags_and_hint(kernel, argv, exp
 ])
 def test_newer_settings_in_a_working_combination_are_accepted(kernel, argv):
     assert stand_in_problems(kernel, "--num-experts", "2", *argv) == []
+
+
+class NewerMoeSettings:
+    """Declares the seed's newer MoE settings, next to every installed plugin, so the rules
+    that read them meet the real neighbours (the inference plugin's enum scope)."""
+
+    megaplug_plugin = megaplug.PluginInfo(name="newer_moe_settings")
+
+    @megaplug.hookimpl
+    def add_args(self, flags) -> None:
+        flags.add_argument("--moe-shortcut-connection", action="store_true")
+
+
+@pytest.mark.parametrize("argv, rejected", [
+    (("--cuda-graph-impl", "local", "--inference-cuda-graph-scope", "block"), False),
+    (("--cuda-graph-impl", "local", "--inference-cuda-graph-scope", "layer"), True),
+    (("--cuda-graph-impl", "none"), False),
+])
+def test_shortcut_blocks_with_the_real_cuda_graph_scope(argv, rejected):
+    try:
+        resolve("--num-experts", "2", "--moe-shortcut-connection", *argv,
+                plugins=[NewerMoeSettings()])
+        found = []
+    except megaplug.ConfigError as error:
+        found = list(error.problems)
+    assert bool(reported(found, "--moe-shortcut-connection", "--cuda-graph-impl")) is rejected
+
+
+def test_a_layer_frequency_that_is_no_number_says_what_is_expected():
+    found = full_stack_problems("--num-experts", "2", "--moe-layer-freq", "abc")
+    assert [p.message for p in found if "--moe-layer-freq" in p.flags] == [
+        "--moe-layer-freq: invalid moe_freq_type value 'abc' (expected an integer or a list "
+        "pattern such as '([1]*3+[0]*1)*3', got 'abc')"]
