@@ -240,3 +240,79 @@ def test_fsdp_streams_say_why():
     assert provenance(resolved, "high_priority_stream_groups") == (
         ["dp_cp"], "derived", "FSDP data-parallel collectives run on high-priority streams",
         ("use_torch_fsdp2", "use_megatron_fsdp", "expert_model_parallel_size"))
+
+
+# -- FSDP on its own: a check of another plugin's setting does not apply without it ------
+
+
+def alone(*argv: str, capability=(9, 0)):
+    """Resolve with the fsdp plugin as the only plugin (no built-ins, no feature plugins)."""
+    import megaplug_fsdp
+
+    kernel, rest = megaplug.load(list(argv), builtins=[megaplug_fsdp],
+                                 environ={"MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    target = megaplug.TargetEnvironment(packages={"transformer_engine": "2.17.1",
+                                                  "torch": "2.13.0"},
+                                        device_capability=capability)
+    try:
+        return kernel.resolve(rest, environ={}, target=target), []
+    except megaplug.ConfigError as error:
+        return None, list(error.problems)
+
+
+@pytest.mark.parametrize("argv", [
+    ("--use-torch-fsdp2",),
+    ("--use-megatron-fsdp",),
+    ("--use-megatron-fsdp", "--megatron-fsdp-version", "2"),
+    ("--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads"),
+    ("--use-megatron-fsdp", "--data-parallel-sharding-strategy", "no_shard"),
+])
+def test_alone_fsdp_applies_no_check_of_absent_settings(argv):
+    resolved, found = alone(*argv)
+    assert found == [], [str(p) for p in found]
+    assert [str(w) for w in resolved.warnings] == []
+    assert (resolved.fsdp_double_buffer, resolved.fsdp_manual_registration) == (False, False)
+
+
+def test_alone_manual_registration_still_needs_nccl_user_buffers():
+    _, found = alone("--use-megatron-fsdp", "--fsdp-manual-registration")
+    assert [p.message for p in found] == [
+        "--fsdp-manual-registration works only with --use-nccl-ub"]
+
+
+def test_streams_without_the_moe_plugin_leave_out_expert_groups():
+    resolved, found = outcome("-p", "no:moe", *FSDP2)
+    assert found == []
+    assert resolved.high_priority_stream_groups == ["dp_cp"]
+
+
+def test_streams_keep_the_groups_the_user_gave():
+    resolved, found = outcome(*FSDP2, "--high-priority-stream-groups", "tp")
+    assert found == []
+    assert resolved.high_priority_stream_groups == ["tp", "dp_cp"]
+
+
+def test_megatron_fsdp_without_a_visible_gpu_has_no_stream_groups():
+    resolved, found = outcome(*MEGATRON_FSDP, capability=None)
+    assert found == []
+    assert resolved.high_priority_stream_groups == []
+
+
+# -- settings the stand-in host of conftest.py declares --------------------------------
+
+
+def test_fsdp2_turns_off_fp4_param_gather_before_transformer_engine_2_7(resolve):
+    resolved = resolve(*FSDP2, "--fp4-param-gather", packages={"transformer_engine": "2.5.0"})
+    assert provenance(resolved, "fp4_param_gather") == (
+        False, "derived", "FSDP2 gathers FP4 params only with Transformer Engine >= 2.7",
+        ("use_torch_fsdp2",))
+    assert warned(resolved, "--fp4-param-gather") == [
+        ("--fp4-param-gather is turned off: FSDP2 gathers FP4 params only with Transformer "
+         "Engine >= 2.7", ("--fp4-param-gather", "--use-torch-fsdp2"))]
+
+
+def test_megatron_fsdp_turns_off_mxfp8_grad_buffer_reuse(resolve):
+    resolved = resolve(*MEGATRON_FSDP, "--reuse-grad-buf-for-mxfp8-param-ag")
+    assert provenance(resolved, "reuse_grad_buf_for_mxfp8_param_ag") == (
+        False, "derived", "Megatron-FSDP has no MXFP8 grad-buffer reuse step",
+        ("use_megatron_fsdp",))
