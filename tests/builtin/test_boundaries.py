@@ -307,3 +307,53 @@ def test_evaluation_batches_split_into_micro_batches_on_every_rank(world, eval_m
     argv = (MICRO, "1", "--eval-micro-batch-size", eval_micro,
             "--eval-global-batch-size", eval_global)
     assert_rule(("--eval-global-batch-size", "--eval-micro-batch-size"), argv, world, rejected)
+
+
+# -- hybrid patterns: pipeline segments over pipeline ranks ------------------------------
+
+
+@pytest.mark.parametrize("pattern, pp, rejected, virtual", [
+    ("M-M-", 1, False, None),
+    ("M-M-", 2, False, None),       # one segment: the model splits it at build time
+    ("M-|M-", 2, False, None),      # one segment per rank
+    ("M-|M-", 3, True, None),
+    ("M-|M-|M-", 2, True, None),
+    ("M-|M-|M-|M-", 2, False, 2),
+])
+def test_hybrid_pattern_segments_divide_over_pipeline_ranks(pattern, pp, rejected, virtual):
+    resolved = assert_rule(("--hybrid-layer-pattern", PP),
+                           ("--hybrid-layer-pattern", pattern, PP, str(pp)), pp, rejected)
+    if not rejected:
+        assert resolved.virtual_pipeline_model_parallel_size == virtual
+
+
+# -- sharded saved activations need tensor parallelism ----------------------------------
+
+
+@pytest.mark.parametrize("tp, rejected", [(1, True), (2, False)])
+def test_distributed_saved_activations_need_tensor_parallelism(tp, rejected):
+    assert_rule(("--distribute-saved-activations", TP),
+                ("--distribute-saved-activations", "--recompute-granularity", "full",
+                 "--recompute-method", "uniform", TP, str(tp)), tp, rejected)
+
+
+# -- torch_dcp checkpoints and model parallelism ----------------------------------------
+
+
+@pytest.mark.parametrize("tp, rejected", [(1, False), (2, True)])
+def test_torch_dcp_checkpoints_refuse_tensor_parallelism_from_two(tp, rejected):
+    assert_rule(("--ckpt-format", TP),
+                ("--ckpt-format", "torch_dcp", "--use-torch-fsdp2",
+                 "--untie-embeddings-and-output-weights", "--no-gradient-accumulation-fusion",
+                 TP, str(tp)), tp, rejected)
+
+
+# -- local CUDA graphs of dynamic batching: a positive count or -1 -----------------------
+
+
+@pytest.mark.parametrize("count, rejected", [("-2", True), ("-1", False), ("0", True),
+                                             ("1", False), ("2", False)])
+def test_local_cuda_graph_count_is_positive_or_automatic(count, rejected):
+    assert_rule(("--inference-dynamic-batching-num-cuda-graphs",),
+                ("--cuda-graph-impl", "local", "--inference-dynamic-batching-num-cuda-graphs",
+                 count), 1, rejected)
