@@ -7,7 +7,10 @@ names, not by the plugin or module that holds the rule.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
+from typing_extensions import Annotated
 
 import megaplug
 from megaplug.testing import resolve
@@ -215,3 +218,58 @@ def test_both_scheduler_sources_are_a_warning():
         ("--override-opt-param-scheduler and --use-checkpoint-opt-param-scheduler are both set; "
          "the scheduler will refuse this when it is built",
          ("--override-opt_param-scheduler", "--use-checkpoint-opt_param-scheduler"))]
+
+
+# -- the batch-parallel size: data parallelism x GTP remat, or what a plugin declares ----
+
+
+@pytest.mark.parametrize("argv, world, expected", [
+    (("--micro-batch-size", "2"), 2, 4),
+    (("-p", "no:gtp", "--micro-batch-size", "2"), 2, 4),        # no GTP: remat size 1
+    (("--micro-batch-size", "2", "--tensor-parallel-num-weight-shards", "2"), 4, 8),
+])
+def test_the_global_batch_counts_gtp_remat_ranks(argv, world, expected):
+    assert resolve(*argv, environ={"WORLD_SIZE": str(world)}).global_batch_size == expected
+
+
+@dataclass
+class BatchRanksOptions:
+    batch_parallel_size: Annotated[int, megaplug.Computed("ranks with their own batches")] = 0
+
+
+class BatchRanks:
+    """A plugin that declares how many ranks consume their own micro batches."""
+
+    megaplug_plugin = megaplug.PluginInfo(name="batch_ranks", before=("training",))
+
+    @megaplug.hookimpl
+    def add_args(self, flags) -> None:
+        flags.add_options(BatchRanksOptions)
+
+    @megaplug.hookimpl
+    def derive(self, config) -> None:
+        config.set("batch_parallel_size", 3, reason="three batch ranks")
+
+
+def test_a_declared_batch_parallel_size_sets_the_global_batch():
+    resolved = resolve("--micro-batch-size", "2", environ={"WORLD_SIZE": "2"},
+                       plugins=[BatchRanks()])
+    assert resolved.global_batch_size == 6
+
+
+class RestatedGlobalBatch:
+    """A plugin that restates the global batch size it was given (a normalization)."""
+
+    megaplug_plugin = megaplug.PluginInfo(name="restated_global_batch", before=("training",))
+
+    @megaplug.hookimpl
+    def normalize(self, config) -> None:
+        if config.global_batch_size is not None:
+            config.set("global_batch_size", config.global_batch_size, reason="restated")
+
+
+def test_a_global_batch_given_then_restated_still_counts_as_given():
+    with pytest.raises(megaplug.ConfigError) as info:
+        resolve("--global-batch-size", "8", "--step-batch-size-schedule", "0:8",
+                plugins=[RestatedGlobalBatch()])
+    assert reported(list(info.value.problems), "--step-batch-size-schedule")
