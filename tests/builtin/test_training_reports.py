@@ -273,3 +273,54 @@ def test_a_global_batch_given_then_restated_still_counts_as_given():
         resolve("--global-batch-size", "8", "--step-batch-size-schedule", "0:8",
                 plugins=[RestatedGlobalBatch()])
     assert reported(list(info.value.problems), "--step-batch-size-schedule")
+
+
+# -- what the evaluation check leaves to other rules ------------------------------------
+
+
+@pytest.mark.parametrize("argv, environ, only", [
+    (("--micro-batch-size", "0", "--global-batch-size", "4"), {},
+     "--micro-batch-size 0 must be positive"),
+    (("--micro-batch-size", "0"), {}, "--micro-batch-size 0 must be positive"),
+    (("--global-batch-size", "0", "--eval-micro-batch-size", "0"), {},
+     "--global-batch-size 0 must be positive"),
+    ((), {"WORLD_SIZE": "0"}, "WORLD_SIZE is 0; a job needs at least one process"),
+    (("--tensor-model-parallel-size", "0"), {},
+     "--tensor-model-parallel-size is 0; it must be at least 1"),
+])
+def test_one_mistake_in_the_training_batch_is_one_problem(argv, environ, only):
+    with pytest.raises(megaplug.ConfigError) as info:
+        resolve(*argv, environ=environ)
+    assert [p.message for p in info.value.problems] == [only]
+
+
+def test_a_derived_global_batch_that_is_not_positive_names_the_world():
+    found = problems(world=-2)
+    assert reported(found, "WORLD_SIZE") == [
+        ("the global batch size defaults to micro batch size x data-parallel size = -2, which "
+         "is not positive", ("--micro-batch-size", "data_parallel_size", "WORLD_SIZE"),
+         "check WORLD_SIZE and the parallel sizes, or give --global-batch-size")]
+
+
+def test_without_the_logging_plugin_evaluation_uses_the_training_batch_sizes():
+    found = problems("-p", "no:logging", "--global-batch-size", "3", "--micro-batch-size", "2")
+    assert [m for m, _, _ in reported(found, "--global-batch-size")] == [
+        "--global-batch-size 3 must be divisible by --micro-batch-size 2 x data-parallel size 1 "
+        "= 2 (evaluation batch sizes default to the training ones)"]
+
+
+def test_the_evaluation_check_counts_gtp_remat_ranks():
+    found = problems("--tensor-model-parallel-size", "2", "--tensor-parallel-num-weight-shards",
+                     "4", "--global-batch-size", "3", world=4)
+    assert reported(found, "--global-batch-size") == [
+        ("--global-batch-size 3 must be divisible by --micro-batch-size 1 x data-parallel size 1 "
+         "x GTP weight-remat size 2 = 2 (evaluation batch sizes default to the training ones)",
+         ("--global-batch-size", "--micro-batch-size", "data_parallel_size"),
+         "use a batch size that is a multiple of 2 (such as 2 or 4)")]
+
+
+@pytest.mark.parametrize("flag", ["--override-opt_param-scheduler",
+                                  "--use-checkpoint-opt_param-scheduler"])
+def test_one_scheduler_source_alone_is_fine(flag):
+    resolved = resolve(flag)
+    assert [w for w in resolved.warnings if flag in w.flags] == []
