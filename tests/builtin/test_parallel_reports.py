@@ -8,9 +8,11 @@ names, not by the plugin or module that holds the rule.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 import pytest
+from typing_extensions import Annotated
 
 import megaplug
 from megaplug.testing import resolve
@@ -240,3 +242,114 @@ def test_the_interleaved_schedule_keeps_p2p_overlap():
                               "2", WORLD_SIZE="2")
     assert found == []
     assert (resolved.overlap_p2p_comm, resolved.align_param_gather) == (True, True)
+
+
+# -- values that are integers, and edges the cases above do not reach ------------------
+
+
+@pytest.mark.parametrize("argv", [
+    PP2 + ("--num-layers", "8", "--num-layers-per-virtual-pipeline-stage", "2"),
+    PP2 + ("--pipeline-model-parallel-layout", "Et|t|t|tL"),
+])
+def test_the_virtual_pipeline_size_is_an_integer(argv):
+    resolved, found = outcome(*argv, WORLD_SIZE="2")
+    assert found == []
+    assert type(resolved.virtual_pipeline_model_parallel_size) is int
+
+
+def test_one_virtual_stage_per_rank_is_no_interleaving_and_no_warning():
+    resolved, found = outcome(*PP2, "--num-layers", "4", "--num-virtual-stages-per-pipeline-rank",
+                              "1", WORLD_SIZE="2")
+    assert found == []
+    assert resolved.virtual_pipeline_model_parallel_size is None
+    assert warned(resolved, "--num-virtual-stages-per-pipeline-rank") == []
+
+
+def test_layers_per_virtual_stage_need_a_layer_count():
+    with pytest.raises(megaplug.ConfigError) as info:
+        megaplug.resolve(["--hidden-size", "64", "--num-attention-heads", "4", "--seq-length",
+                          "128", "--max-position-embeddings", "128", "--micro-batch-size", "1",
+                          *PP2, "--num-layers-per-virtual-pipeline-stage", "1"],
+                         environ={"WORLD_SIZE": "2"})
+    assert reported(list(info.value.problems), "--num-layers-per-virtual-pipeline-stage") == [
+        ("--num-layers-per-virtual-pipeline-stage needs the number of layers",
+         ("--num-layers-per-virtual-pipeline-stage", "--num-layers"), "set --num-layers")]
+
+
+def test_encoder_layers_are_not_split_over_the_decoder_pipeline():
+    """num_layers defaulted from --encoder-num-layers (T5) is not the user's: Megatron
+    copies it only after the pipeline split, so 3 layers over 2 stages is not refused."""
+    resolved = megaplug.resolve(["--encoder-num-layers", "3", "--hidden-size", "64",
+                                 "--num-attention-heads", "4", "--seq-length", "128",
+                                 "--max-position-embeddings", "128", "--micro-batch-size", "1",
+                                 *PP2], environ={"WORLD_SIZE": "2"})
+    assert resolved.num_layers == 3
+
+
+def test_a_hybrid_pattern_in_one_segment_is_not_split_evenly_here():
+    resolved, found = outcome("--hybrid-layer-pattern", "M-M", *PP2, WORLD_SIZE="2")
+    assert found == []
+    assert resolved.virtual_pipeline_model_parallel_size is None
+
+
+def test_a_zero_world_is_one_problem():
+    _, found = outcome(WORLD_SIZE="0")
+    assert [p.message for p in found] == ["WORLD_SIZE is 0; a job needs at least one process"]
+
+
+def test_rank_one_of_a_world_of_one_is_suspicious():
+    resolved, found = outcome(WORLD_SIZE="1", RANK="1")
+    assert found == []
+    assert warned(resolved, "RANK") == [
+        ("RANK 1 is not below WORLD_SIZE 1; check the launcher's environment",
+         ("RANK", "WORLD_SIZE"))]
+
+
+@pytest.mark.parametrize("argv, world, rejected", [
+    (("--tensor-model-parallel-size", "2", "--tensor-parallel-num-weight-shards", "4"), "4",
+     False),
+    (("-p", "no:gtp", "--tensor-model-parallel-size", "2"), "2", False),  # no GTP: factor 1
+])
+def test_gtp_weight_shards_count_in_the_replica_only_with_gtp(argv, world, rejected):
+    _, found = outcome(*argv, WORLD_SIZE=world)
+    assert bool(reported(found, "WORLD_SIZE")) is rejected
+
+
+def test_the_world_size_message_names_the_gtp_factor():
+    _, found = outcome("--tensor-model-parallel-size", "2", "--tensor-parallel-num-weight-shards",
+                       "4", WORLD_SIZE="2")
+    assert reported(found, "WORLD_SIZE") == [
+        ("world size 2 is not divisible by the model-parallel size 4 (TP 2 x PP 1 x CP 1 x GTP "
+         "weight shards 2)", ("WORLD_SIZE", *SIZES),
+         "launch a multiple of 4 processes, or choose sizes whose product divides 2: 1 or 2")]
+
+
+@dataclass
+class SequenceShardOptions:
+    tensor_parallel_num_sequence_shards: Annotated[
+        Optional[int], megaplug.Computed("sequence shards of the GTP remat group")] = None
+
+
+class SequenceShards:
+    """Declares GTP's sequence-shard count (no shipped plugin does yet): 4 shards over TP 2."""
+
+    megaplug_plugin = megaplug.PluginInfo(name="sequence_shards", before=("gtp",))
+
+    @megaplug.hookimpl
+    def add_args(self, flags) -> None:
+        flags.add_options(SequenceShardOptions)
+
+    @megaplug.hookimpl
+    def normalize(self, config) -> None:
+        config.set("tensor_parallel_num_sequence_shards", 4, reason="four sequence shards")
+
+
+@pytest.mark.parametrize("world, data_parallel", [(4, 1), (8, 2)])
+def test_sequence_shards_folded_into_cp_count_once_in_the_replica(world, data_parallel):
+    """GTP folds its 2 remat sequence shards into CP (2); they already count in the GTP
+    factor (2), so one replica is TP 2 x GTP 2 = 4 ranks, not 8."""
+    resolved = resolve("--tensor-model-parallel-size", "2",
+                       "--tensor-parallel-num-weight-shards", "4", "--sequence-parallel",
+                       environ={"WORLD_SIZE": str(world)}, plugins=[SequenceShards()])
+    assert (resolved.context_parallel_size, resolved.data_parallel_size) == (2, data_parallel)
+    assert type(resolved.data_parallel_size) is int
