@@ -334,7 +334,8 @@ def test_hybrid_pattern_segments_divide_over_pipeline_ranks(pattern, pp, rejecte
 def test_distributed_saved_activations_need_tensor_parallelism(tp, rejected):
     assert_rule(("--distribute-saved-activations", TP),
                 ("--distribute-saved-activations", "--recompute-granularity", "full",
-                 "--recompute-method", "uniform", TP, str(tp)), tp, rejected)
+                 "--recompute-method", "uniform", "--recompute-num-layers", "1", TP, str(tp)),
+                tp, rejected)
 
 
 # -- torch_dcp checkpoints and model parallelism ----------------------------------------

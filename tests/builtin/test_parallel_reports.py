@@ -8,11 +8,9 @@ names, not by the plugin or module that holds the rule.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
 import pytest
-from typing_extensions import Annotated
 
 import megaplug
 from megaplug.testing import resolve
@@ -156,20 +154,22 @@ def test_each_rule_reports_its_message_flags_and_hint(argv, world, expected):
     ((), {"WORLD_SIZE": "2", "RANK": "2"},
      ("RANK 2 is not below WORLD_SIZE 2; check the launcher's environment",
       ("RANK", "WORLD_SIZE"))),
-    (("--pipeline-model-parallel-size", "-1", "--global-batch-size", "1"), {},
+    # the pre-flight plugin refuses these at model-build time; Megatron's validate_args warns
+    (("-p", "no:preflight", "--pipeline-model-parallel-size", "-1", "--global-batch-size", "1"),
+     {},
      ("--pipeline-model-parallel-size is -1; parallel sizes are normally at least 1",
       ("--pipeline-model-parallel-size",))),
     (PP2 + ("--num-layers", "4", "--num-virtual-stages-per-pipeline-rank", "0"),
      {"WORLD_SIZE": "2"},
      ("--num-virtual-stages-per-pipeline-rank is 0; building the model will fail (use 2 or more "
       "for the interleaved schedule)", ("--num-virtual-stages-per-pipeline-rank",))),
-    (PP2 + ("--num-layers", "4", "--decoder-first-pipeline-num-layers", "0"),
-     {"WORLD_SIZE": "2"},
+    (("-p", "no:preflight", *PP2, "--num-layers", "4", "--decoder-first-pipeline-num-layers",
+      "0"), {"WORLD_SIZE": "2"},
      ("--decoder-first-pipeline-num-layers is 0; a stage needs at least one layer, so building "
       "the model will fail", ("--decoder-first-pipeline-num-layers",))),
     (PP2 + ("--num-layers", "4"), {"WORLD_SIZE": "2"}, NOT_INTERLEAVED),
-    (PP2 + ("--num-layers", "4", "--pipeline-model-parallel-layout", "Et|tt|tt|L"),
-     {"WORLD_SIZE": "2"},
+    (("-p", "no:preflight", *PP2, "--num-layers", "4", "--pipeline-model-parallel-layout",
+      "Et|tt|tt|L"), {"WORLD_SIZE": "2"},
      ("--pipeline-model-parallel-layout places 5 decoder layers ('t') but --num-layers is 4; "
       "building the model will fail", ("--pipeline-model-parallel-layout", "--num-layers"))),
 ])
@@ -198,7 +198,7 @@ def test_the_data_parallel_size_says_how_it_was_computed():
     resolved, _ = outcome("--tensor-model-parallel-size", "2", WORLD_SIZE="4")
     record = resolved.source("data_parallel_size")
     assert (resolved.data_parallel_size, record.source, record.reason, record.inputs) == (
-        2, "derived", "world size divided by the ranks of one model replica",
+        2, "derived", "world size divided by the ranks of one model-parallel group",
         ("world_size", "tensor_model_parallel_size", "pipeline_model_parallel_size",
          "context_parallel_size"))
     pipeline = resolved.source("transformer_pipeline_model_parallel_size")
@@ -211,7 +211,7 @@ def test_the_data_parallel_size_says_how_it_was_computed():
      ("num_virtual_stages_per_pipeline_rank",)),
     (PP2 + ("--num-layers", "8", "--num-layers-per-virtual-pipeline-stage", "2"), "2", 2,
      ("num_layers_per_virtual_pipeline_stage",)),
-    (PP2 + ("--pipeline-model-parallel-layout", "Et|t|t|tL"), "2", 2,
+    (PP2 + ("--num-layers", "4", "--pipeline-model-parallel-layout", "Et|t|t|tL"), "2", 2,
      ("pipeline_model_parallel_layout",)),
     (PP2 + ("--pipeline-model-parallel-layout", "Et|tL"), "2", None,
      ("pipeline_model_parallel_layout",)),
@@ -249,7 +249,7 @@ def test_the_interleaved_schedule_keeps_p2p_overlap():
 
 @pytest.mark.parametrize("argv", [
     PP2 + ("--num-layers", "8", "--num-layers-per-virtual-pipeline-stage", "2"),
-    PP2 + ("--pipeline-model-parallel-layout", "Et|t|t|tL"),
+    PP2 + ("--num-layers", "4", "--pipeline-model-parallel-layout", "Et|t|t|tL"),
 ])
 def test_the_virtual_pipeline_size_is_an_integer(argv):
     resolved, found = outcome(*argv, WORLD_SIZE="2")
@@ -320,36 +320,6 @@ def test_the_world_size_message_names_the_gtp_factor():
                        "4", WORLD_SIZE="2")
     assert reported(found, "WORLD_SIZE") == [
         ("world size 2 is not divisible by the model-parallel size 4 (TP 2 x PP 1 x CP 1 x GTP "
-         "weight shards 2)", ("WORLD_SIZE", *SIZES),
-         "launch a multiple of 4 processes, or choose sizes whose product divides 2: 1 or 2")]
-
-
-@dataclass
-class SequenceShardOptions:
-    tensor_parallel_num_sequence_shards: Annotated[
-        Optional[int], megaplug.Computed("sequence shards of the GTP remat group")] = None
-
-
-class SequenceShards:
-    """Declares GTP's sequence-shard count (no shipped plugin does yet): 4 shards over TP 2."""
-
-    megaplug_plugin = megaplug.PluginInfo(name="sequence_shards", before=("gtp",))
-
-    @megaplug.hookimpl
-    def add_args(self, flags) -> None:
-        flags.add_options(SequenceShardOptions)
-
-    @megaplug.hookimpl
-    def normalize(self, config) -> None:
-        config.set("tensor_parallel_num_sequence_shards", 4, reason="four sequence shards")
-
-
-@pytest.mark.parametrize("world, data_parallel", [(4, 1), (8, 2)])
-def test_sequence_shards_folded_into_cp_count_once_in_the_replica(world, data_parallel):
-    """GTP folds its 2 remat sequence shards into CP (2); they already count in the GTP
-    factor (2), so one replica is TP 2 x GTP 2 = 4 ranks, not 8."""
-    resolved = resolve("--tensor-model-parallel-size", "2",
-                       "--tensor-parallel-num-weight-shards", "4", "--sequence-parallel",
-                       environ={"WORLD_SIZE": str(world)}, plugins=[SequenceShards()])
-    assert (resolved.context_parallel_size, resolved.data_parallel_size) == (2, data_parallel)
-    assert type(resolved.data_parallel_size) is int
+         "weight shards 2)", ("WORLD_SIZE", *SIZES, "--tensor-parallel-num-weight-shards"),
+         "launch a multiple of 4 processes, or use a remat size that divides the 1 data-parallel "
+         "ranks")]

@@ -7,10 +7,7 @@ names, not by the plugin or module that holds the rule.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
-from typing_extensions import Annotated
 
 import megaplug
 from megaplug.testing import resolve
@@ -60,27 +57,27 @@ SAMPLE_HINT = ("count everything in samples (--lr-decay-samples, --lr-warmup-sam
       ("--step-batch-size-schedule", "--global-batch-size"),
       "the schedule sets the global batch size; drop --global-batch-size")),
     (("--global-batch-size", "3", "--micro-batch-size", "2"), 1,
-     ("--global-batch-size 3 must be divisible by --micro-batch-size 2 x data-parallel size 1 = 2 "
+     ("--global-batch-size 3 must be divisible by --micro-batch-size 2 x batch-parallel size 1 = 2 "
       "(evaluation batch sizes default to the training ones)",
       ("--global-batch-size", "--micro-batch-size", "data_parallel_size"),
       "use a batch size that is a multiple of 2 (such as 2 or 4), or --micro-batch-size 1")),
     (("--global-batch-size", "10", "--micro-batch-size", "3"), 2,
-     ("--global-batch-size 10 must be divisible by --micro-batch-size 3 x data-parallel size 2 = "
+     ("--global-batch-size 10 must be divisible by --micro-batch-size 3 x batch-parallel size 2 = "
       "6 (evaluation batch sizes default to the training ones)",
       ("--global-batch-size", "--micro-batch-size", "data_parallel_size"),
       "use a batch size that is a multiple of 6 (such as 6 or 12), or --micro-batch-size 1")),
     (("--global-batch-size", "4", "--micro-batch-size", "3"), 1,
-     ("--global-batch-size 4 must be divisible by --micro-batch-size 3 x data-parallel size 1 = 3 "
+     ("--global-batch-size 4 must be divisible by --micro-batch-size 3 x batch-parallel size 1 = 3 "
       "(evaluation batch sizes default to the training ones)",
       ("--global-batch-size", "--micro-batch-size", "data_parallel_size"),
       "use a batch size that is a multiple of 3 (such as 3 or 6), or --micro-batch-size 2")),
     (("--global-batch-size", "2", "--micro-batch-size", "3"), 1,
-     ("--global-batch-size 2 must be divisible by --micro-batch-size 3 x data-parallel size 1 = 3 "
+     ("--global-batch-size 2 must be divisible by --micro-batch-size 3 x batch-parallel size 1 = 3 "
       "(evaluation batch sizes default to the training ones)",
       ("--global-batch-size", "--micro-batch-size", "data_parallel_size"),
       "use a batch size that is a multiple of 3 (such as 3), or --micro-batch-size 2")),
     (("--eval-global-batch-size", "10", "--eval-micro-batch-size", "3"), 2,
-     ("--eval-global-batch-size 10 must be divisible by --eval-micro-batch-size 3 x data-parallel "
+     ("--eval-global-batch-size 10 must be divisible by --eval-micro-batch-size 3 x batch-parallel "
       "size 2 = 6", ("--eval-global-batch-size", "--eval-micro-batch-size", "data_parallel_size"),
       "use a batch size that is a multiple of 6 (such as 6 or 12), or --eval-micro-batch-size 1")),
     (("--global-batch-size", "4", "--eval-micro-batch-size", "0"), 2,
@@ -180,8 +177,9 @@ def test_a_caller_default_global_batch_size_goes_with_a_step_schedule():
 def test_the_global_batch_defaults_to_one_micro_batch_per_rank(world, micro, expected):
     resolved = resolve("--micro-batch-size", str(micro), environ={"WORLD_SIZE": str(world)})
     assert provenance(resolved, "global_batch_size") == (
-        expected, "derived", "one micro batch per data-parallel rank",
-        ("micro_batch_size", "data_parallel_size"))
+        expected, "derived", "one micro batch per batch-parallel rank",
+        ("micro_batch_size", "world_size", "tensor_model_parallel_size",
+         "pipeline_model_parallel_size", "context_parallel_size"))
 
 
 def test_evaluation_batch_sizes_default_to_the_training_ones():
@@ -220,7 +218,7 @@ def test_both_scheduler_sources_are_a_warning():
          ("--override-opt_param-scheduler", "--use-checkpoint-opt_param-scheduler"))]
 
 
-# -- the batch-parallel size: data parallelism x GTP remat, or what a plugin declares ----
+# -- the batch-parallel size: the world over one model-parallel group ------------------
 
 
 @pytest.mark.parametrize("argv, world, expected", [
@@ -230,31 +228,6 @@ def test_both_scheduler_sources_are_a_warning():
 ])
 def test_the_global_batch_counts_gtp_remat_ranks(argv, world, expected):
     assert resolve(*argv, environ={"WORLD_SIZE": str(world)}).global_batch_size == expected
-
-
-@dataclass
-class BatchRanksOptions:
-    batch_parallel_size: Annotated[int, megaplug.Computed("ranks with their own batches")] = 0
-
-
-class BatchRanks:
-    """A plugin that declares how many ranks consume their own micro batches."""
-
-    megaplug_plugin = megaplug.PluginInfo(name="batch_ranks", before=("training",))
-
-    @megaplug.hookimpl
-    def add_args(self, flags) -> None:
-        flags.add_options(BatchRanksOptions)
-
-    @megaplug.hookimpl
-    def derive(self, config) -> None:
-        config.set("batch_parallel_size", 3, reason="three batch ranks")
-
-
-def test_a_declared_batch_parallel_size_sets_the_global_batch():
-    resolved = resolve("--micro-batch-size", "2", environ={"WORLD_SIZE": "2"},
-                       plugins=[BatchRanks()])
-    assert resolved.global_batch_size == 6
 
 
 class RestatedGlobalBatch:
@@ -285,7 +258,7 @@ def test_a_global_batch_given_then_restated_still_counts_as_given():
     (("--global-batch-size", "0", "--eval-micro-batch-size", "0"), {},
      "--global-batch-size 0 must be positive"),
     ((), {"WORLD_SIZE": "0"}, "WORLD_SIZE is 0; a job needs at least one process"),
-    (("--tensor-model-parallel-size", "0"), {},
+    (("-p", "no:preflight", "--tensor-model-parallel-size", "0"), {},
      "--tensor-model-parallel-size is 0; it must be at least 1"),
 ])
 def test_one_mistake_in_the_training_batch_is_one_problem(argv, environ, only):
@@ -305,7 +278,7 @@ def test_a_derived_global_batch_that_is_not_positive_names_the_world():
 def test_without_the_logging_plugin_evaluation_uses_the_training_batch_sizes():
     found = problems("-p", "no:logging", "--global-batch-size", "3", "--micro-batch-size", "2")
     assert [m for m, _, _ in reported(found, "--global-batch-size")] == [
-        "--global-batch-size 3 must be divisible by --micro-batch-size 2 x data-parallel size 1 "
+        "--global-batch-size 3 must be divisible by --micro-batch-size 2 x batch-parallel size 1 "
         "= 2 (evaluation batch sizes default to the training ones)"]
 
 
@@ -313,8 +286,8 @@ def test_the_evaluation_check_counts_gtp_remat_ranks():
     found = problems("--tensor-model-parallel-size", "2", "--tensor-parallel-num-weight-shards",
                      "4", "--global-batch-size", "3", world=4)
     assert reported(found, "--global-batch-size") == [
-        ("--global-batch-size 3 must be divisible by --micro-batch-size 1 x data-parallel size 1 "
-         "x GTP weight-remat size 2 = 2 (evaluation batch sizes default to the training ones)",
+        ("--global-batch-size 3 must be divisible by --micro-batch-size 1 x batch-parallel size 2 "
+         "= 2 (evaluation batch sizes default to the training ones)",
          ("--global-batch-size", "--micro-batch-size", "data_parallel_size"),
          "use a batch size that is a multiple of 2 (such as 2 or 4)")]
 

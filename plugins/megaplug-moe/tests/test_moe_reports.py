@@ -96,7 +96,7 @@ def test_zero_experts_is_a_dense_model():
 @pytest.mark.parametrize("tp", [1, 2])
 def test_expert_tensor_parallelism_defaults_to_tensor_parallelism(tp):
     resolved = resolve("--num-experts", "2", "--tensor-model-parallel-size", str(tp),
-                       environ={"WORLD_SIZE": str(tp)})
+                       "--disable-bias-linear", environ={"WORLD_SIZE": str(tp)})
     assert _provenance(resolved, "expert_tensor_parallel_size") == (
         tp, "derived", "defaults to --tensor-model-parallel-size",
         ("tensor_model_parallel_size",))
@@ -146,7 +146,9 @@ def test_upcycling_leaves_what_is_already_off_alone():
                                            (["aux_loss", "seq_aux_loss"],
                                             ["aux_loss", "seq_aux_loss"])])
 def test_a_single_router_balancing_type_is_stored_unwrapped(value, stored):
-    resolved = resolve("--num-experts", "2", "--moe-router-load-balancing-type", *value)
+    coefficients = ["0.01"] * len(value)   # one per balancing type (Megatron's model build)
+    resolved = resolve("--num-experts", "2", "--moe-router-load-balancing-type", *value,
+                       "--moe-aux-loss-coeff", *coefficients)
     assert resolved.moe_router_load_balancing_type == stored
     if len(value) == 1:
         assert _provenance(resolved, "moe_router_load_balancing_type") == (
