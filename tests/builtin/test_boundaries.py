@@ -358,3 +358,17 @@ def test_local_cuda_graph_count_is_positive_or_automatic(count, rejected):
     assert_rule(("--inference-dynamic-batching-num-cuda-graphs",),
                 ("--cuda-graph-impl", "local", "--inference-dynamic-batching-num-cuda-graphs",
                  count), 1, rejected)
+
+
+# -- uneven first and last pipeline stages: at least one layer ---------------------------
+
+
+@pytest.mark.parametrize("flag", ["--decoder-first-pipeline-num-layers",
+                                  "--decoder-last-pipeline-num-layers"])
+@pytest.mark.parametrize("layers, suspicious", [("0", True), ("1", False), ("2", False)])
+def test_an_uneven_stage_holds_at_least_one_layer(flag, layers, suspicious):
+    # Megatron's validate_args accepts 0 (only the model build fails: pre-flight's check)
+    resolved, problems = outcome("-p", "no:preflight", PP, "2", LAYERS, "4", flag, layers,
+                                 world=2)
+    assert problems == [], [str(p) for p in problems]
+    assert bool(naming(resolved.warnings, flag)) is suspicious
