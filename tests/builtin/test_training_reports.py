@@ -258,6 +258,8 @@ def test_a_global_batch_given_then_restated_still_counts_as_given():
     (("--global-batch-size", "0", "--eval-micro-batch-size", "0"), {},
      "--global-batch-size 0 must be positive"),
     ((), {"WORLD_SIZE": "0"}, "WORLD_SIZE is 0; a job needs at least one process"),
+    (("--global-batch-size", "4"), {"WORLD_SIZE": "0"},
+     "WORLD_SIZE is 0; a job needs at least one process"),
     (("-p", "no:preflight", "--tensor-model-parallel-size", "0"), {},
      "--tensor-model-parallel-size is 0; it must be at least 1"),
 ])
@@ -297,3 +299,9 @@ def test_the_evaluation_check_counts_gtp_remat_ranks():
 def test_one_scheduler_source_alone_is_fine(flag):
     resolved = resolve(flag)
     assert [w for w in resolved.warnings if flag in w.flags] == []
+
+
+def test_without_the_parallel_plugin_the_world_is_one_rank():
+    resolved = resolve("-p", "no:parallel", "--micro-batch-size", "2",
+                       environ={"WORLD_SIZE": "4"})
+    assert resolved.global_batch_size == 2
