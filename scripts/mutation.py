@@ -245,9 +245,11 @@ def compact(diff: str) -> str:
                      if line[:1] in "-+" and not line.startswith(("---", "+++")))
 
 
-def report(target: Target, work: Path, python: str, timed_out: bool, seconds: float) -> str:
+def report(target: Target, work: Path, python: str, timed_out: bool,
+           seconds: float | None) -> str:
     results = collect(work)
-    lines = [f"mutation run: plugin {target.name}, {seconds / 60:.1f} min"
+    took = f"{seconds / 60:.1f} min" if seconds is not None else "the last run, reported again"
+    lines = [f"mutation run: plugin {target.name}, {took}"
              + (" (stopped at the time limit: partial)" if timed_out else "")]
     lines.append(f"{'module':44} {'mutants':>7} {'killed':>6} {'surv.':>5} {'other':>5} "
                  f"{'score':>6}  logic-only score")
@@ -321,7 +323,8 @@ def main(argv: list[str] | None = None) -> int:
         if code not in (0, None) and not timed_out and not collect(work):
             sys.stderr.write((work / "mutmut.log").read_text()[-4000:])
             return code
-    text = report(target, work, args.python, timed_out, time.monotonic() - started)
+    text = report(target, work, args.python, timed_out,
+                  None if args.report_only else time.monotonic() - started)
     (work / "report.txt").write_text(text)
     print(text, end="")
     print(f"(report: {work / 'report.txt'}; mutmut's log: {work / 'mutmut.log'})")
