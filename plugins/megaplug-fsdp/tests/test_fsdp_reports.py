@@ -245,13 +245,13 @@ def test_fsdp_streams_say_why():
 # -- FSDP on its own: a check of another plugin's setting does not apply without it ------
 
 
-def alone(*argv: str, capability=(9, 0)):
+def alone(*argv: str, capability=(9, 0), transformer_engine: str = "2.17.1"):
     """Resolve with the fsdp plugin as the only plugin (no built-ins, no feature plugins)."""
     import megaplug_fsdp
 
     kernel, rest = megaplug.load(list(argv), builtins=[megaplug_fsdp],
                                  environ={"MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD": "1"})
-    target = megaplug.TargetEnvironment(packages={"transformer_engine": "2.17.1",
+    target = megaplug.TargetEnvironment(packages={"transformer_engine": transformer_engine,
                                                   "torch": "2.13.0"},
                                         device_capability=capability)
     try:
@@ -272,6 +272,13 @@ def test_alone_fsdp_applies_no_check_of_absent_settings(argv):
     assert found == [], [str(p) for p in found]
     assert [str(w) for w in resolved.warnings] == []
     assert (resolved.fsdp_double_buffer, resolved.fsdp_manual_registration) == (False, False)
+
+
+@pytest.mark.parametrize("transformer_engine", ["2.5.0", "2.17.1"])
+def test_alone_fsdp2_turns_off_no_param_gather_it_cannot_see(transformer_engine):
+    resolved, found = alone("--use-torch-fsdp2", transformer_engine=transformer_engine)
+    assert found == []
+    assert [str(w) for w in resolved.warnings] == []
 
 
 def test_alone_manual_registration_still_needs_nccl_user_buffers():
@@ -316,3 +323,73 @@ def test_megatron_fsdp_turns_off_mxfp8_grad_buffer_reuse(resolve):
     assert provenance(resolved, "reuse_grad_buf_for_mxfp8_param_ag") == (
         False, "derived", "Megatron-FSDP has no MXFP8 grad-buffer reuse step",
         ("use_megatron_fsdp",))
+
+
+# -- what FSDP changes in built-in rules while it is in use ------------------------------
+
+
+def _connections_warning(implementation: str) -> tuple:
+    return (f"tensor or context parallelism with {implementation} wants opposite "
+            f"CUDA_DEVICE_MAX_CONNECTIONS settings (1 for TP/CP, more for {implementation}); "
+            "performance may suffer",
+            ("--tensor-model-parallel-size", "--context-parallel-size"))
+
+
+@pytest.mark.parametrize("argv, implementation", [
+    (FSDP2 + ("--tensor-model-parallel-size", "2"), "Torch-FSDP2"),
+    (MEGATRON_FSDP + ("--context-parallel-size", "2"), "Megatron-FSDP"),
+])
+def test_fsdp_turns_the_device_connection_error_into_a_warning_before_blackwell(argv,
+                                                                               implementation):
+    resolved, found = outcome(*argv, environ={"WORLD_SIZE": "2"})
+    assert found == []
+    assert warned(resolved, "--tensor-model-parallel-size") == [
+        _connections_warning(implementation)]
+
+
+def test_without_fsdp_the_device_connection_rule_is_an_error():
+    _, found = outcome("--tensor-model-parallel-size", "2", environ={"WORLD_SIZE": "2"})
+    assert reported(found, "CUDA_DEVICE_MAX_CONNECTIONS")
+
+
+@pytest.mark.parametrize("argv, world, capability", [
+    (FSDP2 + ("--tensor-model-parallel-size", "2"), "2", (10, 0)),   # Blackwell
+    (FSDP2 + ("--tensor-model-parallel-size", "2"), "2", None),      # no GPU known
+    (FSDP2, "1", (9, 0)),                                            # no TP or CP
+])
+def test_no_device_connection_warning_without_a_conflict(argv, world, capability):
+    resolved, found = outcome(*argv, capability=capability, environ={"WORLD_SIZE": world})
+    assert found == []
+    assert warned(resolved, "--tensor-model-parallel-size") == []
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (("--ckpt-format", "torch_dcp"),
+     ("--ckpt-format torch_dcp is only supported with --use-torch-fsdp2", ("--ckpt-format",),
+      "add --use-torch-fsdp2, or use --ckpt-format torch_dist")),
+    (MEGATRON_FSDP + ("--dynamic-context-parallel",),
+     ("--dynamic-context-parallel does not work with Megatron-FSDP",
+      ("--dynamic-context-parallel", "--use-megatron-fsdp"), "drop one of them")),
+    (FSDP2 + ("--optimizer", "muon"),
+     ("--optimizer muon does not support --use-torch-fsdp2 yet",
+      ("--optimizer", "--use-torch-fsdp2"),
+      "use --optimizer adam or sgd, or drop --use-torch-fsdp2")),
+    (MEGATRON_FSDP + ("--optimizer", "lion"),
+     ("--optimizer lion does not support --use-megatron-fsdp yet",
+      ("--optimizer", "--use-megatron-fsdp"),
+      "use --optimizer adam or sgd, or drop --use-megatron-fsdp")),
+])
+def test_rules_fsdp_adds_to_built_in_settings_report_message_flags_and_hint(argv, expected):
+    _, found = outcome(*argv)
+    assert reported(found, *expected[1]) == [expected]
+
+
+@pytest.mark.parametrize("argv", [
+    FSDP2 + ("--ckpt-format", "torch_dcp"),
+    FSDP2 + ("--optimizer", "sgd"),
+    MEGATRON_FSDP + ("--optimizer", "adam"),
+    ("--optimizer", "muon"),
+])
+def test_fsdp_accepts_what_it_supports(argv):
+    _, found = outcome(*argv)
+    assert reported(found, "--optimizer") == [] and reported(found, "--ckpt-format") == []
