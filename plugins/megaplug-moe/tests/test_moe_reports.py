@@ -262,3 +262,103 @@ def test_a_layer_frequency_that_is_no_number_says_what_is_expected():
     assert [p.message for p in found if "--moe-layer-freq" in p.flags] == [
         "--moe-layer-freq: invalid moe_freq_type value 'abc' (expected an integer or a list "
         "pattern such as '([1]*3+[0]*1)*3', got 'abc')"]
+
+
+# -- MoE's checks on built-in settings, and the built-in rule it takes over --------------
+
+ACROSS_BASE = ["-p", "no:preflight", "--train-iters", "10", "--lr", "1e-4", "--micro-batch-size",
+               "2", "--num-experts", "4", "--expert-model-parallel-size", "2"]
+TP2 = ("--tensor-model-parallel-size", "2", "--sequence-parallel")
+ROUTER_GRAPHS = ("--delay-wgrad-compute", "--cuda-graph-impl", "transformer_engine",
+                 "--cuda-graph-modules", "moe_router", "--moe-shared-expert-intermediate-size",
+                 "64")
+
+
+def across(*argv: str, te: str = "2.17.1", capability=(9, 0), connections: str = "1"):
+    environ = {"WORLD_SIZE": "8", "RANK": "0", "CUDA_DEVICE_MAX_CONNECTIONS": connections}
+    target = megaplug.TargetEnvironment(packages={"transformer_engine": te},
+                                        device_capability=capability, environ=environ)
+    try:
+        return resolve(*ACROSS_BASE, *argv, environ=environ, target=target), []
+    except megaplug.ConfigError as error:
+        return None, list(error.problems)
+
+
+def test_the_flex_dispatcher_needs_real_communication():
+    _, found = across("--fake-process-group", "--moe-token-dispatcher-type", "flex")
+    assert reported(found, "--fake-process-group") == [
+        ("--fake-process-group does not work with --moe-token-dispatcher-type flex",
+         ("--fake-process-group", "--moe-token-dispatcher-type"),
+         "use the alltoall or allgather dispatcher with a fake process group")]
+
+
+@pytest.mark.parametrize("argv", [("--fake-process-group",),
+                                  ("--moe-token-dispatcher-type", "flex")])
+def test_flex_or_a_fake_process_group_alone_is_fine(argv):
+    _, found = across(*argv)
+    assert reported(found, "--fake-process-group", "--moe-token-dispatcher-type") == []
+
+
+def test_a_graphed_router_with_delayed_wgrad_needs_transformer_engine_2_12():
+    _, found = across(*ROUTER_GRAPHS, te="2.11.0")
+    assert reported(found, "--delay-wgrad-compute") == [
+        ("CUDA graphs with --delay-wgrad-compute requires transformer_engine >= 2.12.0, found "
+         "2.11.0", ("--delay-wgrad-compute", "--cuda-graph-modules"),
+         "upgrade Transformer Engine to 2.12.0 or later")]
+
+
+def test_a_graphed_router_with_delayed_wgrad_needs_accumulation_fusion():
+    _, found = across(*ROUTER_GRAPHS, "--no-gradient-accumulation-fusion")
+    assert reported(found, "--delay-wgrad-compute") == [
+        ("CUDA graphs with --delay-wgrad-compute need gradient accumulation fusion (its static "
+         "buffers are what graphs can capture)",
+         ("--delay-wgrad-compute", "--cuda-graph-modules", "--no-gradient-accumulation-fusion"),
+         "drop --no-gradient-accumulation-fusion")]
+
+
+@pytest.mark.parametrize("argv, te", [
+    (ROUTER_GRAPHS, "2.12.0"),                                   # the minimum itself
+    (ROUTER_GRAPHS + ("--moe-shared-expert-overlap",), "2.11.0"),
+    (ROUTER_GRAPHS[:-2], "2.11.0"),                              # no shared experts
+    (ROUTER_GRAPHS[1:], "2.11.0"),                               # no delayed wgrad
+])
+def test_graphed_routers_that_need_nothing_more(argv, te):
+    _, found = across(*argv, te=te)
+    assert [p.message for p in found if p.plugin == "moe"] == []
+
+
+def test_with_attention_graphed_too_moe_leaves_the_report_to_parallel():
+    argv = ("--delay-wgrad-compute", "--cuda-graph-impl", "transformer_engine",
+            "--cuda-graph-modules", "attn", "moe_router",
+            "--moe-shared-expert-intermediate-size", "64")
+    _, found = across(*argv, te="2.11.0")
+    version = [p for p in found if p.message.startswith("CUDA graphs with --delay-wgrad-compute "
+                                                        "requires transformer_engine")]
+    assert len(version) == 1 and version[0].plugin != "moe"
+
+
+EP_OVERLAP_ADVICE = (
+    "on Hopper and older GPUs, tensor or context parallelism wants CUDA_DEVICE_MAX_CONNECTIONS=1 "
+    "while --overlap-moe-expert-parallel-comm wants more; set it to 1 or 32 depending on which "
+    "to favour",
+    ("--tensor-model-parallel-size", "--context-parallel-size",
+     "--overlap-moe-expert-parallel-comm"))
+
+
+def _advice(resolved) -> list:
+    return [(w.message, tuple(w.flags)) for w in resolved.warnings
+            if "--overlap-moe-expert-parallel-comm" in w.flags]
+
+
+@pytest.mark.parametrize("argv, capability, advised", [
+    (TP2, (9, 0), True),
+    (("--context-parallel-size", "2"), (8, 0), True),
+    (TP2, (10, 0), False),        # Blackwell: no conflict
+    (TP2, None, False),           # no GPU known
+    ((), (9, 0), False),          # neither TP nor CP
+])
+def test_expert_parallel_overlap_advice_on_connections(argv, capability, advised):
+    resolved, found = across(*argv, "--overlap-moe-expert-parallel-comm",
+                             capability=capability, connections="32")
+    assert found == [], [str(p) for p in found]
+    assert _advice(resolved) == ([EP_OVERLAP_ADVICE] if advised else [])
