@@ -362,3 +362,12 @@ def test_expert_parallel_overlap_advice_on_connections(argv, capability, advised
                              capability=capability, connections="32")
     assert found == [], [str(p) for p in found]
     assert _advice(resolved) == ([EP_OVERLAP_ADVICE] if advised else [])
+
+
+
+def test_without_the_parallel_plugin_moe_reads_no_tensor_or_context_parallelism():
+    resolved = resolve("-p", "no:parallel", "-p", "no:preflight", "--num-experts", "2",
+                       "--overlap-moe-expert-parallel-comm",
+                       target=megaplug.TargetEnvironment(device_capability=(9, 0)))
+    assert resolved.expert_tensor_parallel_size == 1
+    assert _advice(resolved) == []
