@@ -112,6 +112,15 @@ def enum_types(values: Iterable[Any]) -> list[type]:
     return list(found)
 
 
+def declared_enum_types(kernel: Any) -> list[type]:
+    """Every enum class a kernel's active plugins declare (in defaults and choices) or
+    define: the types a checkpoint's saved arguments may carry."""
+    declared = [spec.default for spec in kernel.table]
+    declared += [choice for spec in kernel.table for choice in (spec.choices or ())]
+    return enum_types(declared) + plugin_enum_types(
+        record.module for record in kernel.plugins.active() if record.module is not None)
+
+
 def plugin_enum_types(modules: Iterable[Any]) -> list[type]:
     """Enum classes defined in the packages of the given plugin modules.
 

@@ -108,11 +108,7 @@ def checkpoint_side(kernel: Any, directory: str) -> Side:
         path = _checkpoint.checkpoint_file(directory)
     except _checkpoint.CheckpointArgsError as exc:
         raise UsageError(f"megaplug diff: {exc}") from None
-    allowed = _checkpoint.enum_types(
-        [spec.default for spec in kernel.table]
-        + [choice for spec in kernel.table for choice in (spec.choices or ())])
-    allowed += _checkpoint.plugin_enum_types(
-        record.module for record in kernel.plugins.active() if record.module is not None)
+    allowed = _checkpoint.declared_enum_types(kernel)
     try:
         state = _checkpoint.load_saved_state(path, allowed)
     except ImportError:

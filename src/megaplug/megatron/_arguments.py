@@ -15,40 +15,13 @@ from .._api import load
 from .._options import FlagSpec
 from ._groups import ADDER_DESTS
 
-#: megaplug's action names -> argparse's.
-_ARGPARSE_ACTIONS: dict[str, Any] = {
-    "store": "store", "store_true": "store_true", "store_false": "store_false",
-    "store_const": "store_const", "append": "append", "append_const": "append_const",
-    "count": "count", "boolean_optional": argparse.BooleanOptionalAction,
-}
-
-
-def argparse_arguments(spec: FlagSpec) -> tuple[tuple[str, ...], dict[str, Any]]:
-    """``(option_strings, kwargs)`` that declare ``spec`` on an argparse parser as Megatron
-    does: its real default, type, nargs, choices, const and metavar."""
-    kwargs: dict[str, Any] = {"dest": spec.dest, "default": spec.default,
-                              "action": _ARGPARSE_ACTIONS[spec.action],
-                              "help": argparse.SUPPRESS if spec.hidden else (spec.help or None)}
-    strings = spec.option_strings
-    if spec.action == "boolean_optional":
-        strings = tuple(option for option in strings if not option.startswith("--no-"))
-    if spec.action in ("store", "append"):
-        for key in ("type", "nargs", "metavar", "choices"):
-            if getattr(spec, key) is not None:
-                kwargs[key] = getattr(spec, key)
-    if spec.action in ("store_const", "append_const") or (
-            spec.action in ("store", "append") and spec.nargs == "?"):
-        kwargs["const"] = spec.const
-    return strings, kwargs
-
-
 def _flag_specs() -> list[FlagSpec]:
     return [spec for spec in load(())[0].table if spec.kind == "flag"]
 
 
 def _add_specs(container: Any, specs: list[FlagSpec]) -> None:
     for spec in specs:
-        strings, kwargs = argparse_arguments(spec)
+        strings, kwargs = spec.argparse_call()
         container.add_argument(*strings, **kwargs)
 
 

@@ -40,11 +40,7 @@ def load_checkpoint_args(args: argparse.Namespace, kernel: Kernel,
                              "use --non-persistent-ckpt-type global, or pass the arguments "
                              "explicitly", _PLUGIN))
         return
-    allowed = _checkpoint.enum_types(
-        [spec.default for spec in kernel.table]
-        + [choice for spec in kernel.table for choice in (spec.choices or ())])
-    allowed += _checkpoint.plugin_enum_types(
-        record.module for record in kernel.plugins.active() if record.module is not None)
+    allowed = _checkpoint.declared_enum_types(kernel)
     for load_arg in ("pretrained_checkpoint", "load"):
         load_dir = getattr(args, load_arg, None)
         if load_dir is not None:

@@ -115,7 +115,7 @@ def validate_args(
     if state is None:
         state = NamespaceState(load((), environ=env)[0], {}, {})
     kernel = state.kernel
-    values = {key: from_native(value, lambda: _stand_ins(kernel))
+    values = {key: from_native(value, lambda: _declared_enum_types(kernel))
               for key, value in vars(args).items()}
     provenance = _provenance_for(values, state, kernel)
     sink = state.problems if state.problems is not None else ProblemSink()
@@ -164,14 +164,10 @@ def _with_preflight_switch(env: Mapping[str, str], preflight: bool | None) -> di
     return {**env, PREFLIGHT_SWITCH: "1" if preflight else "0"}
 
 
-def _stand_ins(kernel: Kernel) -> list[type]:
-    """The enum classes of the active plugins: what a Megatron enum maps back to."""
-    from .. import _checkpoint
+def _declared_enum_types(kernel: Kernel) -> list[type]:
+    from .._checkpoint import declared_enum_types  # only when a foreign enum is met
 
-    declared = [spec.default for spec in kernel.table]
-    declared += [choice for spec in kernel.table for choice in (spec.choices or ())]
-    return _checkpoint.enum_types(declared) + _checkpoint.plugin_enum_types(
-        record.module for record in kernel.plugins.active() if record.module is not None)
+    return declared_enum_types(kernel)
 
 
 def _provenance_for(values: Mapping[str, Any], state: NamespaceState,
