@@ -346,10 +346,18 @@ class Dist:
         self.initialized = True
         self.collective_device = placement.collective_device
 
-    def close(self) -> None:
+    def close(self, finished: bool = False) -> None:
+        """Leave the process group; after a ``finished`` run, once every rank is done.
+
+        The barrier lets the backend's threads finish all work before the group goes
+        (gloo's may otherwise still be releasing tensors while the interpreter exits); a
+        failed run skips it, since a rank that failed differently may never arrive.
+        """
         import torch.distributed as dist
 
         if self.initialized and dist.is_initialized():
+            if finished:
+                dist.barrier()
             dist.destroy_process_group()
 
     def print(self, *parts: Any) -> None:
@@ -1065,6 +1073,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         dist.print(describe(placement, dist.world_size))
         summary = run(args, dist, placement)
         print_summary(summary, fp, dist)
+        dist.close(finished=True)
         return 0
     except TrainingError as exc:
         print(f"[rank {dist.rank}] error: {exc}", file=sys.stderr, flush=True)
