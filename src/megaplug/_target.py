@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Mapping
+import sys
+from typing import Any, Mapping
 
 from ._record import MutableRecord
 
@@ -45,8 +46,9 @@ class TargetEnvironment(MutableRecord):
 
     ``packages`` maps import names to a version string, or ``None`` for "not installed";
     names not in it are looked up on this machine when first asked. ``device_capability``
-    is the GPU's ``(major, minor)``; when not stated it is read from torch on first use,
-    and is ``None`` on a machine without a GPU. ``environ`` is the process environment
+    is the GPU's ``(major, minor)``; when not stated it is read from the NVIDIA driver on
+    first use (see :func:`local_device_capability`), and is ``None`` on a machine without
+    a GPU. ``environ`` is the process environment
     the job will see (defaults to ``os.environ``).
     """
 
@@ -97,7 +99,8 @@ class TargetEnvironment(MutableRecord):
     def capability(self) -> tuple[int, int] | None:
         """The target GPU's compute capability, or ``None`` when there is no GPU."""
         if self.device_capability is _NOT_ASKED:
-            self.device_capability = _local_device_capability()
+            self.device_capability = local_device_capability(
+                os.environ if self.environ is None else self.environ)
         return self.device_capability  # type: ignore[return-value]
 
 
@@ -153,7 +156,169 @@ def _version_beside(spec: object, distributions: tuple[str, ...]) -> str | None:
     return None
 
 
-def _local_device_capability() -> tuple[int, int] | None:
+# -- the local GPU's compute capability, without torch ------------------------------------
+#
+# Asking torch costs 1.5-8 s per process (importing it, then initialising CUDA), paid by
+# every rank of every launch for one pair of integers. The driver's management library
+# (NVML, what nvidia-smi uses) answers in milliseconds, and a machine without an NVIDIA
+# driver is recognised by a few missing files, in microseconds. torch is asked only where
+# NVML cannot give a certain answer.
+
+#: Present wherever an NVIDIA driver is loaded: the kernel module's proc directory (bare
+#: metal and containers), its control device, and WSL 2's GPU device.
+DRIVER_MARKERS: tuple[str, ...] = ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/dxg")
+
+#: NVML's shared library, as the driver installs it (Linux, WSL 2 and Windows).
+NVML_LIBRARIES: tuple[str, ...] = (
+    ("nvml.dll", os.path.join(os.environ.get("ProgramFiles", r"C:\Program Files"),
+                              "NVIDIA Corporation", "NVSMI", "nvml.dll"))
+    if sys.platform == "win32" else
+    ("libnvidia-ml.so.1", "libnvidia-ml.so", "/usr/lib/wsl/lib/libnvidia-ml.so.1"))
+
+_NVML_SUCCESS = 0
+_NVML_ERROR_DRIVER_NOT_LOADED = 9
+_NVML_UUID_LENGTH = 96
+
+#: NVML could not settle the question (no library, an error, an ambiguous device order).
+_UNSETTLED = object()
+_MEMO: dict[tuple[str | None, str | None], tuple[int, int] | None] = {}
+
+
+def local_device_capability(environ: Mapping[str, str]) -> tuple[int, int] | None:
+    """The compute capability of the first GPU a CUDA program started with ``environ``
+    would use (what ``torch.cuda.get_device_capability()`` answers), or ``None`` when it
+    would see no GPU.
+
+    Honours ``CUDA_VISIBLE_DEVICES`` and ``CUDA_DEVICE_ORDER`` as CUDA does. Read from
+    NVML through ctypes; torch is imported only when the driver is present but NVML
+    cannot answer for certain (library missing, an NVML error, or GPUs of different
+    generations in CUDA's default fastest-first order). Memoised per process.
+    """
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    order = environ.get("CUDA_DEVICE_ORDER")
+    key = (visible, order)
+    if key not in _MEMO:
+        _MEMO[key] = _device_capability(visible, order)
+    return _MEMO[key]
+
+
+def forget_device_capability() -> None:
+    """Drop the per-process memo (tests that fake a driver)."""
+    _MEMO.clear()
+
+
+def _device_capability(visible: str | None, order: str | None) -> tuple[int, int] | None:
+    first = None if visible is None else visible.split(",")[0].strip()
+    if first is not None and not _is_device_entry(first):
+        return None  # CUDA stops at the first invalid entry: no device is visible
+    if sys.platform == "darwin":
+        return None  # no CUDA on macOS
+    if sys.platform != "win32" and not any(os.path.exists(path) for path in DRIVER_MARKERS):
+        return None  # no NVIDIA driver on this machine
+    answer = _nvml_capability(first or "0", pci_bus_order=(order or "").strip() == "PCI_BUS_ID")
+    if answer is _UNSETTLED:
+        return _torch_capability()
+    return answer  # type: ignore[return-value]
+
+
+def _is_device_entry(entry: str) -> bool:
+    """Whether ``entry`` can name a device in ``CUDA_VISIBLE_DEVICES``: an index or a UUID."""
+    return _is_index(entry) or entry.startswith(("GPU-", "MIG-"))
+
+
+def _is_index(entry: str) -> bool:
+    return entry.isascii() and entry.isdigit()
+
+
+def open_nvml() -> Any:
+    """NVML's library through ctypes, or ``None`` where it cannot be loaded."""
+    import ctypes
+
+    for name in NVML_LIBRARIES:
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            continue
+    return None
+
+
+def _nvml_capability(first: str, pci_bus_order: bool) -> Any:
+    """``(major, minor)`` of the device ``first`` names, ``None`` if it names none, or
+    ``_UNSETTLED``."""
+    nvml = open_nvml()
+    if nvml is None:
+        return None if sys.platform == "win32" else _UNSETTLED  # Windows: no driver
+    try:
+        status = nvml.nvmlInit_v2()
+    except AttributeError:
+        return _UNSETTLED
+    if status == _NVML_ERROR_DRIVER_NOT_LOADED:
+        return None
+    if status != _NVML_SUCCESS:
+        return _UNSETTLED
+    try:
+        devices = _nvml_devices(nvml, want_uuids=first.startswith("GPU-"))
+    except AttributeError:  # a driver too old for one of the calls
+        return _UNSETTLED
+    finally:
+        nvml.nvmlShutdown()
+    if devices is None:
+        return _UNSETTLED
+    return _choose(devices, first, pci_bus_order)
+
+
+def _nvml_devices(nvml: Any, want_uuids: bool) -> list[tuple[tuple[int, int], str]] | None:
+    """Every GPU NVML sees, in PCI bus order, as ``((major, minor), uuid)``; ``None`` when a
+    call fails."""
+    import ctypes
+
+    count = ctypes.c_uint(0)
+    # pointer() rather than byref(): the same to NVML, and a test double can write through it
+    if nvml.nvmlDeviceGetCount_v2(ctypes.pointer(count)) != _NVML_SUCCESS:
+        return None
+    devices = []
+    for index in range(count.value):
+        handle = ctypes.c_void_p()
+        major, minor = ctypes.c_int(0), ctypes.c_int(0)
+        if (nvml.nvmlDeviceGetHandleByIndex_v2(ctypes.c_uint(index), ctypes.pointer(handle))
+                != _NVML_SUCCESS
+                or nvml.nvmlDeviceGetCudaComputeCapability(
+                    handle, ctypes.pointer(major), ctypes.pointer(minor)) != _NVML_SUCCESS):
+            return None
+        uuid = ""
+        if want_uuids:
+            buffer = ctypes.create_string_buffer(_NVML_UUID_LENGTH)
+            if nvml.nvmlDeviceGetUUID(handle, buffer, ctypes.c_uint(_NVML_UUID_LENGTH)) \
+                    != _NVML_SUCCESS:
+                return None
+            uuid = buffer.value.decode("ascii", "replace")
+        devices.append(((major.value, minor.value), uuid))
+    return devices
+
+
+def _choose(devices: list[tuple[tuple[int, int], str]], first: str,
+            pci_bus_order: bool) -> Any:
+    """The capability of the device CUDA would number 0, given the first visible entry."""
+    if not devices:
+        return None
+    capabilities = {capability for capability, _ in devices}
+    if _is_index(first):
+        index = int(first)
+        if index >= len(devices):
+            return None  # an index past the last device: CUDA sees none
+        if pci_bus_order:
+            return devices[index][0]
+    elif first.startswith("GPU-"):
+        # CUDA accepts any unambiguous prefix of a UUID
+        matches = [capability for capability, uuid in devices if uuid.startswith(first)]
+        return matches[0] if len(matches) == 1 else None
+    # CUDA's default order puts the fastest GPU first, which NVML does not tell; a MIG
+    # instance's parent is not worth the extra calls. Either is certain only when every GPU
+    # is of one generation, as on any training node.
+    return capabilities.pop() if len(capabilities) == 1 else _UNSETTLED
+
+
+def _torch_capability() -> tuple[int, int] | None:
     try:
         import torch
     except ImportError:
