@@ -1,11 +1,11 @@
 """megaplug's performance benchmark.
 
-    python benchmarks/run.py [--repeat N] [--write docs/performance.md]
+    python benchmarks/run.py [--repeat N] [--write docs/performance.md] [--only SECTION...]
 
 Every figure is a median over repeated runs with min and max; every comparison is measured
 side by side in the same run, interleaved, because these machines are noisy: a ratio
-holds where an absolute time does not. Prints PASS/FAIL per target. Nothing here is a unit
-test; CI does not run it.
+holds where an absolute time does not. Prints PASS/FAIL per target and exits 1 if one
+fails. Nothing here is a unit test; CI does not run it.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 PARITY = ROOT.parent / "shared" / "parity" / "cases"
@@ -28,6 +30,11 @@ CONFIGS = {
     "MoE": PARITY / "mixtral__mixtral_8x7b_tp1pp4ep8vpp8_release.json",
     "hybrid Mamba": PARITY / "hybrid__hybrid_mr_mcore_te_tp1_pp4_cp1_dgx_a100_1N8G.json",
 }
+#: A dense GPT with tensor parallelism 4: the configuration whose checks ask for the GPU
+#: generation (CUDA_DEVICE_MAX_CONNECTIONS before Blackwell).
+TP_CASE = PARITY / "gpt__gpt3_mcore_te_tp4_pp1_dist_optimizer_overlap_grad_reduce_param_gather.json"
+#: The issue's bar: every command within this factor of the bare-argparse floor.
+FLOOR_FACTOR = 1.5
 RESULTS: list[tuple[str, str, bool | None]] = []
 
 
@@ -50,23 +57,59 @@ def _with_bytecode(env: dict[str, str] | None) -> dict[str, str]:
     return env
 
 
+class Run:
+    """One command to time: its argv, its environment, and what to do before each run
+    (outside the timing: emptying a cache for a cold start)."""
+
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None,
+                 before: Callable[[], None] | None = None, exit_codes: tuple[int, ...] = (0,)):
+        self.argv = argv
+        self.env = _with_bytecode(env)
+        self.before = before
+        self.exit_codes = exit_codes
+
+    def time(self) -> float:
+        if self.before is not None:
+            self.before()
+        started = time.perf_counter()
+        done = subprocess.run(self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              env=self.env)
+        elapsed = time.perf_counter() - started
+        if done.returncode not in self.exit_codes:
+            raise SystemExit(f"{' '.join(self.argv)[:200]} exited {done.returncode}:\n"
+                             f"{done.stderr.decode(errors='replace')[-2000:]}")
+        return elapsed
+
+
 def wall(command: list[str], env: dict[str, str] | None = None) -> float:
-    env = _with_bytecode(env)
-    started = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   env=env)
-    return time.perf_counter() - started
+    return Run(command, env).time()
 
 
-def interleaved(commands: dict[str, list[str]], repeat: int,
+def interleaved(commands: dict[str, list[str] | Run], repeat: int,
                 env: dict[str, str] | None = None) -> dict[str, list[float]]:
-    samples: dict[str, list[float]] = {name: [] for name in commands}
-    for name, command in commands.items():  # warm caches (pyc, entry-point cache)
-        wall(command, env)
+    """Each command ``repeat`` times, round by round, after one untimed warm-up round
+    (bytecode, caches): a burst of load hits every command alike."""
+    runs = {name: command if isinstance(command, Run) else Run(command, env)
+            for name, command in commands.items()}
+    samples: dict[str, list[float]] = {name: [] for name in runs}
+    for run in runs.values():
+        run.time()
     for _ in range(repeat):
-        for name, command in commands.items():
-            samples[name].append(wall(command, env))
+        for name, run in runs.items():
+            samples[name].append(run.time())
     return samples
+
+
+def against_floor(samples: dict[str, list[float]], floor: str = "argparse floor") -> None:
+    """Print every command's samples, and a target of ``FLOOR_FACTOR`` x the floor each."""
+    for name, values in samples.items():
+        print(f"    {name:<34} {stats(values)}")
+    base = statistics.median(samples[floor])
+    for name, values in samples.items():
+        if name != floor:
+            ratio = statistics.median(values) / base
+            target(f"{name} <= {FLOOR_FACTOR}x the argparse floor", f"{ratio:.2f}x",
+                   ratio <= FLOOR_FACTOR)
 
 
 def megaplug_command() -> list[str]:
@@ -78,6 +121,14 @@ def megaplug_command() -> list[str]:
 
 def case(path: Path) -> dict:
     return json.loads(path.read_text())
+
+
+def assume_options(data: dict) -> list[str]:
+    """``--assume*`` for a parity case's target (the GPU and packages it was run against)."""
+    options = [f"--assume={k}={v}" for k, v in data["assume"]["packages"].items()]
+    capability = data["assume"]["device_capability"]
+    return [*options, "--assume-device-capability",
+            ".".join(map(str, capability)) if capability else "none"]
 
 
 # -- 1. import ------------------------------------------------------------------------
@@ -119,74 +170,148 @@ FLOOR = textwrap.dedent("""
 """)
 
 
-def _flag_table_file(directory: Path) -> Path:
-    from megaplug import load
+_FLAG_TABLE: list[dict] = []
 
-    kernel, _ = load([])
-    rows = [{"dest": s.dest, "action": s.action, "nargs": s.nargs,
-             "option_strings": list(s.option_strings)}
-            for s in kernel.table if s.kind == "flag"]
-    path = directory / "flags.json"
-    path.write_text(json.dumps(rows))
-    return path
+
+def floor_run(directory: Path, argv: list[str], env: dict[str, str]) -> Run:
+    """The floor for ``argv``: a process that builds a plain argparse parser with the same
+    flags as megaplug (read from a JSON file) and parses ``argv``."""
+    if not _FLAG_TABLE:
+        from megaplug import load
+
+        kernel, _ = load([])
+        _FLAG_TABLE.extend({"dest": s.dest, "action": s.action, "nargs": s.nargs,
+                            "option_strings": list(s.option_strings)}
+                           for s in kernel.table if s.kind == "flag")
+    flags, script = directory / "flags.json", directory / "floor.py"
+    if not flags.exists():
+        flags.write_text(json.dumps(_FLAG_TABLE))
+        script.write_text(FLOOR)
+    argv_file = directory / f"argv-{abs(hash(tuple(argv))):x}.json"
+    argv_file.write_text(json.dumps(argv))
+    return Run([sys.executable, str(script), str(flags), str(argv_file)], env)
 
 
 def bench_resolve_process(repeat: int) -> None:
-    print("\n2. whole-process `megaplug resolve --format json -- ARGV` vs a plain-argparse floor")
+    print("\n2. whole-process `megaplug resolve --format json --assume* -- ARGV` vs the floor")
     with tempfile.TemporaryDirectory() as scratch:
-        directory = Path(scratch)
-        flags = _flag_table_file(directory)
-        floor = directory / "floor.py"
-        floor.write_text(FLOOR)
         for label, path in CONFIGS.items():
             data = case(path)
-            argv_file = directory / f"{path.stem}.json"
-            argv_file.write_text(json.dumps(data["argv"]))
             env = dict(os.environ, **data["env"])
-            assume = [f"--assume={k}={v}" for k, v in data["assume"]["packages"].items()]
-            capability = ".".join(map(str, data["assume"]["device_capability"]))
             megaplug = [*megaplug_command(), "resolve", "--format", "json",
-                        "--defaults", json.dumps(data["args_defaults"]), *assume,
-                        "--assume-device-capability", capability, "--", *data["argv"]]
-            samples = interleaved({
-                "argparse floor": [sys.executable, str(floor), str(flags), str(argv_file)],
-                "megaplug resolve": megaplug,
-            }, repeat, env)
+                        "--defaults", json.dumps(data["args_defaults"]), *assume_options(data),
+                        "--", *data["argv"]]
             print(f"  {label}:")
-            for name, values in samples.items():
-                print(f"    {name:<18} {stats(values)}")
-            ratio = statistics.median(samples["megaplug resolve"]) / statistics.median(
-                samples["argparse floor"])
-            target(f"resolve {label} <= 2.5x the argparse floor", f"{ratio:.2f}x", ratio <= 2.5)
+            against_floor(interleaved({
+                "argparse floor": floor_run(Path(scratch), data["argv"], env),
+                f"resolve {label}": Run(megaplug, env),
+            }, repeat))
 
 
-# -- 3. in-process resolve by phase ------------------------------------------------------
+# -- 3. tensor parallelism > 1: the GPU generation, stated or looked up ------------------
+
+def bench_tensor_parallel(repeat: int) -> None:
+    print("\n3. dense GPT at TP 4: resolve and explain with --assume* and without (this "
+          "machine's GPU and packages are looked up)")
+    from megaplug import _target
+
+    driver = [path for path in _target.DRIVER_MARKERS if os.path.exists(path)]
+    probes = []
+    for _ in range(2000):
+        started = time.perf_counter()
+        found = _target._device_capability(None, None)
+        probes.append(time.perf_counter() - started)
+        if driver:
+            break  # NVML: once is enough, and what a process pays
+    probe = statistics.median(probes)
+    if driver:
+        target(f"GPU capability from NVML ({', '.join(driver)} present)",
+               f"{found} in {probe * 1e3:.1f} ms", None)
+    else:
+        target("no NVIDIA driver: 'no GPU' answered in <= 100 us", f"{probe * 1e6:.1f} us",
+               found is None and probe <= 100e-6)
+    data = case(TP_CASE)
+    env = dict(os.environ, **data["env"])
+    defaults = ["--defaults", json.dumps(data["args_defaults"])]
+    command = megaplug_command()
+    with tempfile.TemporaryDirectory() as scratch:
+        against_floor(interleaved({
+            "argparse floor": floor_run(Path(scratch), data["argv"], env),
+            "resolve TP4 --assume*": Run([*command, "resolve", *defaults, *assume_options(data),
+                                          "--", *data["argv"]], env),
+            "resolve TP4, this machine": Run([*command, "resolve", *defaults, "--",
+                                              *data["argv"]], env, exit_codes=(0, 2)),
+            "explain TP4 --assume*": Run([*command, "explain", "tensor_model_parallel_size",
+                                          *defaults, *assume_options(data), "--",
+                                          *data["argv"]], env),
+            "explain TP4, this machine": Run([*command, "explain", "tensor_model_parallel_size",
+                                              *defaults, "--", *data["argv"]], env,
+                                             exit_codes=(0, 2)),
+        }, repeat))
+
+
+# -- 4. every other command --------------------------------------------------------------
+
+def bench_commands(repeat: int) -> None:
+    print("\n4. every other command, and the Megatron facade, vs the floor (dense GPT TP 4 argv)")
+    data = case(TP_CASE)
+    env = dict(os.environ, **data["env"])
+    command = megaplug_command()
+    with tempfile.TemporaryDirectory() as scratch:
+        directory = Path(scratch)
+        cold_cache = directory / "cold-cache"
+        saved = directory / "saved.json"
+        saved.write_text(subprocess.run(
+            [*command, "resolve", "--defaults", json.dumps(data["args_defaults"]),
+             *assume_options(data), "--", *data["argv"]],
+            env=env, capture_output=True, text=True, check=True).stdout)
+        facade = directory / "facade.py"
+        facade.write_text(FACADE)
+        case_file = directory / "case.json"
+        case_file.write_text(json.dumps(data))
+        against_floor(interleaved({
+            "argparse floor": floor_run(directory, data["argv"], env),
+            "list (warm cache)": Run([*command, "list"], env),
+            "list (cold: no cache)": Run(
+                [*command, "list"], dict(env, MEGAPLUG_CACHE_DIR=str(cold_cache)),
+                before=lambda: shutil.rmtree(cold_cache, ignore_errors=True)),
+            "flags": Run([*command, "flags"], env),
+            "docs": Run([*command, "docs", "--out", str(directory / "docs")], env),
+            "schema": Run([*command, "schema"], env),
+            "completion bash": Run([*command, "completion", "bash"], env),
+            "diff SAVED -- ARGV": Run([*command, "diff", str(saved), *assume_options(data),
+                                       "--", *data["argv"], "--seed", "7"], env),
+            "facade parse_and_validate_args": Run(
+                [sys.executable, str(facade), str(case_file), "plain"], env),
+        }, repeat))
+
+
+# -- 5. in-process resolve by phase ------------------------------------------------------
 
 def bench_resolve_in_process(repeat: int) -> None:
-    print("\n3. in-process resolve, all plugins, split by phase")
-    from megaplug import TargetEnvironment, load
+    print("\n5. in-process resolve, all plugins, split by phase")
+    from megaplug import TargetEnvironment
     from megaplug._plugins import PluginSelection, PluginSet
 
-    started = time.perf_counter()
-    plugins = PluginSet(PluginSelection.from_environment())
-    discovery = time.perf_counter() - started
     from megaplug._kernel import Kernel
+
+    plugins = PluginSet(PluginSelection.from_environment())
 
     kernel = Kernel(plugins)
     kernel.parser()
     print(f"  once per process: discovery {plugins.discovery_seconds * 1e3:.1f} ms, "
           f"add_args {kernel.timings['add_args'] * 1e3:.1f} ms "
           f"({sum(1 for s in kernel.table if s.kind == 'flag')} flags)")
-    del discovery, load
     for label, path in CONFIGS.items():
         data = case(path)
         phases: dict[str, list[float]] = {
             p: [] for p in ("parse", "normalize", "derive", "validate")}
         totals = []
         for _ in range(repeat * 5):
-            target_env = TargetEnvironment(packages=dict(data["assume"]["packages"]),
-                                           device_capability=tuple(data["assume"]["device_capability"]),
-                                           environ=data["env"])
+            target_env = TargetEnvironment(
+                packages=dict(data["assume"]["packages"]),
+                device_capability=tuple(data["assume"]["device_capability"]),
+                environ=data["env"])
             started = time.perf_counter()
             kernel.resolve(data["argv"], environ=data["env"], defaults=data["args_defaults"],
                            target=target_env)
@@ -199,25 +324,18 @@ def bench_resolve_in_process(repeat: int) -> None:
         target(f"in-process resolve {label} <= 15 ms", f"{median * 1e3:.1f} ms", median <= 0.015)
 
 
-# -- 4. megaplug list --------------------------------------------------------------------
-
-def bench_list(repeat: int) -> None:
-    print("\n4. `megaplug list` wall time")
-    samples = interleaved({"megaplug list": [*megaplug_command(), "list"]}, repeat)
-    median = statistics.median(samples["megaplug list"])
-    print(f"  megaplug list {stats(samples['megaplug list'])}")
-    target("megaplug list <= 150 ms", f"{median * 1e3:.1f} ms", median <= 0.150)
-
+# -- 6. the entry-point cache ------------------------------------------------------------
 
 def bench_discovery_cache(repeat: int) -> None:
-    print("\n4b. entry-point discovery: the on-disk cache against a scan per process")
+    print("\n6. entry-point discovery: the on-disk cache against a scan per process")
     data = case(CONFIGS["dense GPT"])
-    command = [*megaplug_command(), "resolve", "--format", "json", "--", *data["argv"]]
-    # both through env(1), so the only difference is the variable
+    command = [*megaplug_command(), "resolve", "--format", "json", *assume_options(data),
+               "--", *data["argv"]]
+    env = dict(os.environ, **data["env"])
     samples = interleaved({
-        "cached": ["env", "MEGAPLUG_NO_CACHE=0", *command],
-        "scanned": ["env", "MEGAPLUG_NO_CACHE=1", *command],
-    }, repeat, dict(os.environ, **data["env"]))
+        "cached": Run(command, dict(env, MEGAPLUG_NO_CACHE="0")),
+        "scanned": Run(command, dict(env, MEGAPLUG_NO_CACHE="1")),
+    }, repeat)
     for name, values in samples.items():
         print(f"  resolve, entry points {name:<8} {stats(values)}")
     gain = statistics.median(samples["scanned"]) - statistics.median(samples["cached"])
@@ -225,7 +343,7 @@ def bench_discovery_cache(repeat: int) -> None:
     target("entry-point cache saves time per process", f"{gain * 1e3:.1f} ms", gain > 0)
 
 
-# -- 5. scaling with synthetic plugins --------------------------------------------------
+# -- 7. scaling with synthetic plugins --------------------------------------------------
 
 def synthetic_plugins(count: int, flags_per_plugin: int = 20) -> list[object]:
     from dataclasses import make_dataclass
@@ -268,7 +386,7 @@ def synthetic_plugins(count: int, flags_per_plugin: int = 20) -> list[object]:
 
 
 def bench_scaling(repeat: int) -> None:
-    print("\n5. scaling: synthetic plugins x 20 flags, each with normalize/derive/validate")
+    print("\n7. scaling: synthetic plugins x 20 flags, each with normalize/derive/validate")
     from megaplug._kernel import Kernel
     from megaplug._plugins import PluginSelection, PluginSet
 
@@ -298,40 +416,79 @@ def bench_scaling(repeat: int) -> None:
            ratio <= 12)
 
 
-# -- 6. import side effects --------------------------------------------------------------
+# -- 8. no torch unless asked for torch types ------------------------------------------
 
 SIDE_EFFECTS = textwrap.dedent("""
-    import contextlib, io, json, sys
-    from megaplug._cli import main
+    import contextlib, io, json, os, sys
+    kind, payload = sys.argv[1], json.loads(sys.argv[2])
+    code = 0
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        main(json.loads(sys.argv[1]))
-    print(json.dumps(sorted(sys.modules)))
+        try:
+            if kind == "cli":
+                from megaplug._cli import main
+                code = main(payload)
+            elif kind == "import":
+                import megaplug
+            else:  # the Megatron facade with megaplug's own dtypes, this machine's target
+                from megaplug.megatron import parse_and_validate_args
+                parse_and_validate_args(argv=payload["argv"], environ=os.environ,
+                                        args_defaults=payload["args_defaults"],
+                                        torch_types=False)
+        except SystemExit as exit:
+            code = exit.code
+    print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 """)
 
 
 def bench_side_effects() -> None:
-    print("\n6. import side effects (is torch imported?)")
-    data = case(CONFIGS["dense GPT"])
-    commands = {
-        "list": ["list"],
-        "flags": ["flags"],
-        "resolve (dense GPT, json)": ["resolve", "--format", "json", "--", *data["argv"]],
-        "explain": ["explain", "num_layers", "--", *data["argv"]],
-    }
-    env = dict(os.environ, **data["env"])
-    for name, argv in commands.items():
-        out = subprocess.run([sys.executable, "-c", SIDE_EFFECTS, json.dumps(argv)],
-                             capture_output=True, text=True, env=_with_bytecode(env),
-                             check=True).stdout
-        modules = json.loads(out)
-        heavy = [m for m in ("torch", "numpy", "transformer_engine", "importlib.metadata")
-                 if m in modules]
-        target(f"`megaplug {name}` does not import torch",
-               f"{len(modules)} modules; heavy: {', '.join(heavy) or 'none'}",
-               "torch" not in modules)
+    print("\n8. no path imports torch unless asked for torch types (dense GPT TP 4)")
+    data = case(TP_CASE)
+    defaults = ["--defaults", json.dumps(data["args_defaults"])]
+    argv, assume = data["argv"], assume_options(data)
+    env = _with_bytecode(dict(os.environ, **data["env"]))
+    with tempfile.TemporaryDirectory() as scratch:
+        saved = Path(scratch) / "saved.json"
+        saved.write_text(subprocess.run(
+            [*megaplug_command(), "resolve", *defaults, *assume, "--", *argv],
+            env=env, capture_output=True, text=True, check=True).stdout)
+        paths: dict[str, tuple[str, object]] = {
+            "import megaplug": ("import", None),
+            "megaplug --version": ("cli", ["--version"]),
+            "megaplug list": ("cli", ["list"]),
+            "megaplug list --json": ("cli", ["list", "--json"]),
+            "megaplug flags": ("cli", ["flags"]),
+            "megaplug resolve --assume*": ("cli", ["resolve", *defaults, *assume, "--", *argv]),
+            "megaplug resolve (this machine)": ("cli", ["resolve", *defaults, "--", *argv]),
+            "megaplug resolve --format yaml": ("cli", ["resolve", "--format", "yaml",
+                                                       *defaults, "--", *argv]),
+            "megaplug resolve --provenance": ("cli", ["resolve", "--provenance", *defaults,
+                                                      "--", *argv]),
+            "megaplug explain --assume*": ("cli", ["explain", "tensor_model_parallel_size",
+                                                   *defaults, *assume, "--", *argv]),
+            "megaplug explain (this machine)": ("cli", ["explain", "tensor_model_parallel_size",
+                                                        *defaults, "--", *argv]),
+            "megaplug diff": ("cli", ["diff", str(saved), "--", *argv, "--seed", "7"]),
+            "megaplug schema": ("cli", ["schema"]),
+            "megaplug completion bash": ("cli", ["completion", "bash"]),
+            "megaplug docs": ("cli", ["docs", "--out", str(Path(scratch) / "docs")]),
+            "facade, plain dtypes (this machine)": ("facade", data),
+        }
+        for name, (kind, payload) in paths.items():
+            done = subprocess.run([sys.executable, "-c", SIDE_EFFECTS, kind, json.dumps(payload)],
+                                  capture_output=True, text=True, env=env)
+            if done.returncode != 0:
+                target(f"{name} does not import torch", f"crashed: {done.stderr[-300:]}", False)
+                continue
+            facts = json.loads(done.stdout)
+            heavy = [m for m in ("torch", "numpy", "transformer_engine", "importlib.metadata")
+                     if m in facts["modules"]]
+            target(f"{name} does not import torch",
+                   f"exit {facts['code']}, {len(facts['modules'])} modules; "
+                   f"heavy: {', '.join(heavy) or 'none'}",
+                   "torch" not in facts["modules"] and facts["code"] in (0, None))
 
 
-# -- 7. the torch-types path, measured separately ----------------------------------------
+# -- 9. the torch-types path, measured separately ----------------------------------------
 
 FACADE = textwrap.dedent("""
     import json, os, sys
@@ -351,7 +508,7 @@ FACADE = textwrap.dedent("""
 
 
 def bench_torch_types(repeat: int) -> None:
-    print("\n7. the Megatron facade with torch dtypes (the only path that imports torch)")
+    print("\n9. the Megatron facade with torch dtypes (the only path that imports torch)")
     with tempfile.TemporaryDirectory() as scratch:
         directory = Path(scratch)
         facade = directory / "facade.py"
@@ -386,29 +543,34 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--write", metavar="FILE", help="also write the results as Markdown")
-    parser.add_argument("--only", nargs="*", help="run only these sections (1-7, 4b)")
+    parser.add_argument("--only", nargs="*", help="run only these sections (1-9)")
     options = parser.parse_args()
-    sections = {"1": bench_import, "2": bench_resolve_process, "3": bench_resolve_in_process,
-                "4": bench_list, "4b": bench_discovery_cache, "5": bench_scaling,
-                "6": bench_side_effects,
-                "7": bench_torch_types}
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, repeat={options.repeat}")
+    sections = {"1": bench_import, "2": bench_resolve_process, "3": bench_tensor_parallel,
+                "4": bench_commands, "5": bench_resolve_in_process, "6": bench_discovery_cache,
+                "7": bench_scaling, "8": bench_side_effects, "9": bench_torch_types}
+    load_before = os.getloadavg()
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, repeat={options.repeat}, "
+          f"load average {load_before[0]:.1f}")
     for key, function in sections.items():
         if options.only and key not in options.only:
             continue
-        if key == "6":
+        if key == "8":
             function()
         else:
             function(options.repeat)
     failed = [name for name, _, ok in RESULTS if ok is False]
-    print(f"\n{len(RESULTS) - len(failed)}/{len(RESULTS)} targets met")
+    load = f"load average {load_before[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
+    print(f"\n{len(RESULTS) - len(failed)}/{len(RESULTS)} targets met ({load})")
     if options.write:
-        lines = ["| target | measured | verdict |", "|---|---|---|"]
-        lines += [f"| {name} | {value} | {'PASS' if ok else 'FAIL'} |"
+        lines = [f"Python {sys.version.split()[0]}, {os.cpu_count()} cpus, "
+                 f"`--repeat {options.repeat}`, {load}.", "",
+                 "| target | measured | verdict |", "|---|---|---|"]
+        lines += [f"| {name} | {value} | {'INFO' if ok is None else 'PASS' if ok else 'FAIL'} |"
                   for name, value, ok in RESULTS]
-        Path(options.write).write_text(Path(options.write).read_text().split("<!-- results -->")[0]
-                                       + "<!-- results -->\n" + "\n".join(lines) + "\n"
-                                       if Path(options.write).exists() else "\n".join(lines) + "\n")
+        table = "\n".join(lines) + "\n"
+        path = Path(options.write)
+        text = path.read_text() if path.exists() else ""
+        path.write_text(text.split("<!-- results -->")[0] + "<!-- results -->\n" + table)
     return 0 if not failed else 1
 
 
