@@ -360,7 +360,16 @@ def _entry_point_warning(row: dict[str, Any]) -> str | None:
 def _listing(options: argparse.Namespace) -> dict[str, Any]:
     from ._discovery import cached
 
-    return cached("list", _list_fingerprint(options), lambda: _list_rows(options))
+    return cached("list", _list_fingerprint(options), lambda: _list_rows(options),
+                  shape=_LISTING_SHAPE, track_imports=True)
+
+
+#: What a cached listing must hold to be used; a tampered or foreign file is recomputed.
+_LISTING_SHAPE = {
+    "rows": [{"name": str, "status": str, "source": str, "reason": str, "version": (str, None),
+              "distribution": (str, None), "entry_point": (str, None), "hooks": [str],
+              "after": [str], "before": [str], "flags": int, "declared_flags": int}],
+    "order": [str], "problems": [str]}
 
 
 def _list_rows(options: argparse.Namespace) -> dict[str, Any]:
@@ -384,22 +393,16 @@ def _list_rows(options: argparse.Namespace) -> dict[str, Any]:
             "problems": [str(p) for p in kernel.setup_problems]}
 
 
-def _list_fingerprint(options: argparse.Namespace) -> str | None:
-    """What ``megaplug list`` depends on: the selection, the installed distributions and
-    every selected plugin's source files. ``None`` (no caching) when one cannot be found."""
-    from ._discovery import code_fingerprint, entry_points
-    from ._plugins import BUILTIN_PLUGINS, PluginSelection
+def _list_fingerprint(options: argparse.Namespace) -> str:
+    """What ``megaplug list`` depends on, known before computing it: the selection and the
+    installed distributions (the cache adds the files of every module it imported)."""
+    from ._discovery import code_fingerprint
+    from ._plugins import PluginSelection
 
     selection = PluginSelection.from_environment()
     selection.take_from_argv(_plugin_controls(options))
-    modules = [m for m in BUILTIN_PLUGINS if m.rsplit(".", 1)[-1] not in selection.block]
-    if selection.autoload:
-        modules += [ep.value.partition(":")[0].strip() for ep in entry_points()
-                    if ep.name not in selection.block]
-    modules += [m for m in selection.load if m not in selection.block]
-    key = ["2", repr(sorted(selection.load)), repr(sorted(selection.block)),
-           str(selection.autoload)]
-    return code_fingerprint(modules, key)
+    return code_fingerprint(["3", repr(sorted(selection.load)), repr(sorted(selection.block)),
+                             str(selection.autoload)])
 
 
 def _cmd_version(options: argparse.Namespace) -> int:

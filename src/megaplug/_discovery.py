@@ -1,12 +1,17 @@
-"""Entry-point discovery with an on-disk cache.
+"""Entry-point discovery, and the on-disk caches of ``megaplug``'s slow answers.
 
 Scanning installed distributions needs ``importlib.metadata``, whose import alone costs
-tens of milliseconds — more than the rest of a resolve. The result is cached in a small
-JSON file keyed by a fingerprint of ``sys.path`` (each directory and its modification
-time, which changes whenever a distribution is installed or removed there), so a process
-pays for the scan only after the installed set changed.
+tens of milliseconds -- more than the rest of a resolve. The result is cached in a small
+JSON file per environment, keyed on what decides it: for every ``sys.path`` entry, the
+distributions' metadata directories found there and the stat of each one's
+``entry_points.txt`` and ``METADATA`` (an in-place edit changes the file's stat, not its
+directory's). ``megaplug list`` is cached the same way, and keyed besides on the import
+closure of the plugins: every module file loaded while its answer was computed.
 
-``MEGAPLUG_CACHE_DIR`` moves the cache; ``MEGAPLUG_NO_CACHE=1`` turns it off.
+A cache file is trusted only as far as it is checked: a file that is not JSON, holds
+another fingerprint, or holds a value of the wrong shape is recomputed and rewritten.
+
+``MEGAPLUG_CACHE_DIR`` moves the caches; ``MEGAPLUG_NO_CACHE=1`` turns them off.
 """
 
 from __future__ import annotations
@@ -14,14 +19,17 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import stat
 import sys
+import time
 import zlib
 from typing import Any, Callable
 
 from ._record import FrozenRecord
 
 GROUP = "megaplug"
-_CACHE_VERSION = 1
+_CACHE_VERSION = 2
+_DISTRIBUTION_SUFFIXES = (".dist-info", ".egg-info")
 
 
 class EntryPointInfo(FrozenRecord):
@@ -35,7 +43,10 @@ class EntryPointInfo(FrozenRecord):
 
     def __init__(self, name: str, value: str, distribution: str | None,
                  version: str | None) -> None:
-        self._fill(locals())
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "distribution", distribution)
+        object.__setattr__(self, "version", version)
 
     def to_dict(self) -> dict[str, str | None]:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -48,27 +59,46 @@ class EntryPointInfo(FrozenRecord):
         return target
 
 
-def _fingerprint(everything: bool = False) -> str:
-    """Stable while the installed distributions are: the directories on ``sys.path`` that
-    hold them, with their modification times. The script directory and the working
-    directory are left out unless ``everything``: they change all the time and hold no
-    installed metadata (but may hold an importable module)."""
-    skip = set() if everything else {"", os.getcwd(), sys.path[0] if sys.path else ""}
-    parts = [sys.version, str(_CACHE_VERSION)]
-    parts += [f"{entry}:{_mtime(entry)}" for entry in sys.path
-              if entry not in skip and _mtime(entry) is not None]
-    return _crc(parts)
-
-
-def _mtime(path: str) -> int | None:
+def _file_state(path: str) -> str | None:
+    """What changes whenever a file is rewritten, even in place or with its modification
+    time put back: modification and change times and size; ``None`` if it is absent."""
     try:
-        return os.stat(path).st_mtime_ns
+        stat = os.stat(path)
     except OSError:
         return None
+    return f"{stat.st_mtime_ns}/{stat.st_ctime_ns}/{stat.st_size}"
 
 
-def _crc(parts: list[str]) -> str:
+def _digest(parts: list[str]) -> str:
     return f"{zlib.crc32(chr(10).join(parts).encode()):08x}"
+
+
+def installed_fingerprint() -> str:
+    """Stable while the installed distributions' metadata is: the Python version and, for
+    each ``sys.path`` entry, the ``*.dist-info`` / ``*.egg-info`` entries there, each with
+    the stat of its ``entry_points.txt`` and, where it has one, of its ``METADATA``
+    (``PKG-INFO``); a zip or other file on ``sys.path`` by its own stat."""
+    parts = [sys.version, str(_CACHE_VERSION)]
+    for entry in sys.path:
+        try:
+            scanner = os.scandir(entry or ".")
+        except OSError:  # absent, or a file (a zip archive)
+            parts.append(f"{entry}:{_file_state(entry)}")
+            continue
+        with scanner:
+            names = sorted(item.name for item in scanner
+                           if item.name.endswith(_DISTRIBUTION_SUFFIXES))
+        parts.append(entry)
+        for name in names:
+            metadata = os.path.join(entry, name)
+            entry_points_state = _file_state(os.path.join(metadata, "entry_points.txt"))
+            if entry_points_state is None:
+                parts.append(name)  # no entry points, whatever its other files say
+                continue
+            about = (_file_state(os.path.join(metadata, "METADATA"))
+                     or _file_state(os.path.join(metadata, "PKG-INFO")))
+            parts.append(f"{name}:{entry_points_state}:{about}")
+    return _digest(parts)
 
 
 def _cache_path() -> str | None:
@@ -86,13 +116,22 @@ def scan() -> list[EntryPointInfo]:
     """Read the entry points from installed distribution metadata (slow path)."""
     from importlib import metadata
 
-    found = [EntryPointInfo(ep.name, ep.value, *((ep.dist.metadata["Name"], ep.dist.version)
-                                                 if getattr(ep, "dist", None) else (None, None)))
-             for ep in metadata.entry_points(group=GROUP)]
+    found = []
+    for entry_point in metadata.entry_points(group=GROUP):
+        dist = getattr(entry_point, "dist", None)
+        found.append(EntryPointInfo(
+            entry_point.name, entry_point.value,
+            dist.metadata["Name"] if dist is not None else None,
+            dist.version if dist is not None else None))
     return sorted(found, key=lambda ep: ep.name)
 
 
 _MEMO: list[EntryPointInfo] | None = None
+
+
+#: The shape a cached row must have (a tampered or foreign cache file is recomputed).
+_ENTRY_POINT_SHAPE = [{"name": str, "value": str, "distribution": (str, None),
+                       "version": (str, None)}]
 
 
 def entry_points() -> list[EntryPointInfo]:
@@ -100,8 +139,10 @@ def entry_points() -> list[EntryPointInfo]:
     global _MEMO
     if _MEMO is not None:
         return _MEMO
-    rows = cached("entry-points", _fingerprint(), lambda: [ep.to_dict() for ep in scan()])
-    _MEMO = [EntryPointInfo(**row) for row in rows]
+    rows = cached("entry-points", installed_fingerprint(),
+                  lambda: [ep.to_dict() for ep in scan()], shape=_ENTRY_POINT_SHAPE)
+    _MEMO = [EntryPointInfo(row["name"], row["value"], row["distribution"], row["version"])
+             for row in rows]
     return _MEMO
 
 
@@ -114,59 +155,123 @@ def forget() -> None:
 # -- a cache for facts derived from the plugins' code (``megaplug list``) -----------------
 
 
-def _source_parts(module_name: str) -> list[str] | None:
-    """Modification times of a plugin module's source files, found without importing it."""
-    from importlib import util
+def code_fingerprint(extra: list[str]) -> str:
+    """The part of a code-derived answer's key known before computing it: ``extra``, the
+    installed distributions, and the modification time of every ``sys.path`` directory (a
+    module appearing where an import once failed). :func:`cached` with ``track_imports``
+    adds the rest: the files of the modules the computation imported."""
+    parts = [installed_fingerprint(), *extra]
+    for entry in sys.path:
+        parts.append(f"{entry}:{_file_state(entry or '.')}")
+    return _digest(parts)
 
+
+def _import_closure() -> dict[str, str | None]:
+    """Every module file and package directory this process has loaded, outside the
+    standard library (the Python version already keys it), with its state."""
+    standard = os.path.dirname(os.__file__) + os.sep
+    paths = set()
+    for module in list(sys.modules.values()):
+        # the namespace itself: a module's __getattr__ (or a plugin's odd object) is not run
+        try:
+            namespace = module.__dict__
+        except Exception:  # noqa: BLE001  (anything can sit in sys.modules)
+            continue
+        if not isinstance(namespace, dict):
+            continue
+        path = namespace.get("__file__")
+        if isinstance(path, str):
+            paths.add(path)
+        # a package's directories: a file added to one may be imported next time
+        package_paths = namespace.get("__path__")
+        if isinstance(package_paths, (list, tuple)) or (
+                type(package_paths).__name__ == "_NamespacePath"):
+            paths.update(p for p in list(package_paths) if isinstance(p, str))
+    return {path: _file_state(path) for path in sorted(paths)
+            if not path.startswith(standard) or "-packages" in path}
+
+
+def conforms(value: Any, shape: Any) -> bool:
+    """Whether JSON ``value`` has ``shape``: a type, ``None``, a tuple of alternatives,
+    ``[item shape]`` for a list, or ``{key: shape}`` for an object with at least those keys."""
+    if isinstance(shape, tuple):
+        return any(conforms(value, option) for option in shape)
+    if shape is None:
+        return value is None
+    if isinstance(shape, list):
+        return isinstance(value, list) and all(conforms(item, shape[0]) for item in value)
+    if isinstance(shape, dict):
+        return isinstance(value, dict) and all(
+            key in value and conforms(value[key], item) for key, item in shape.items())
+    if shape is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, shape)
+
+
+def _still_valid(stored: Any, fingerprint: str, shape: Any, track_imports: bool) -> bool:
+    if not isinstance(stored, dict) or stored.get("fingerprint") != fingerprint:
+        return False
+    if shape is not None and not conforms(stored.get("value"), shape):
+        return False
+    if not track_imports:
+        return True
+    imports = stored.get("imports")
+    return (isinstance(imports, dict) and bool(imports)
+            and all(_file_state(path) == state for path, state in imports.items()))
+
+
+#: A cache file larger than this is not ours (the list of ~20 plugins is ~20 kB).
+_MAX_CACHE_BYTES = 8 << 20
+
+
+def _read_json(path: str) -> Any:
+    """The JSON in a regular file of sane size at ``path``, else ``None`` (never blocks on
+    a FIFO or device put in the file's place)."""
     try:
-        spec = util.find_spec(module_name)
-    except (ImportError, ValueError):
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
         return None
-    if spec is None or not spec.origin or not os.path.isfile(spec.origin):
-        return None
-    if not spec.submodule_search_locations:
-        return [f"{spec.origin}:{_mtime(spec.origin)}"]
-    parts = []
-    for root in spec.submodule_search_locations:
-        for directory, subdirectories, files in os.walk(root):
-            subdirectories[:] = sorted(set(subdirectories) - {"__pycache__", "tests"})
-            paths = (os.path.join(directory, name) for name in sorted(files)
-                     if name.endswith(".py"))
-            parts += [f"{path}:{_mtime(path)}" for path in paths]
-    return parts
-
-
-def code_fingerprint(module_names: list[str], extra: list[str]) -> str | None:
-    """Stable while the installed distributions and these modules' sources are, or ``None``
-    when a module cannot be located (then nothing is cached)."""
-    parts = [_fingerprint(everything=True), *extra]
-    for name in module_names:
-        found = _source_parts(name)
-        if found is None:
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode) or status.st_size > _MAX_CACHE_BYTES:
             return None
-        parts += found
-    return _crc(parts)
+        with open(descriptor, "rb", closefd=False) as handle:
+            data = handle.read(_MAX_CACHE_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(descriptor)
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):
+        return None
 
 
-def cached(kind: str, fingerprint: str | None, compute: Callable[[], Any]) -> Any:
-    """``compute()``'s JSON-able result, reused across processes while ``fingerprint`` holds."""
+def cached(kind: str, fingerprint: str | None, compute: Callable[[], Any], *,
+           shape: Any = None, track_imports: bool = False) -> Any:
+    """``compute()``'s JSON-able result, reused across processes while ``fingerprint``
+    holds and the stored value has ``shape``; with ``track_imports``, also while every
+    module file loaded when it was computed is unchanged."""
     path = _cache_path()
     if path is None or fingerprint is None:
         return compute()
     path = path.replace("entry-points-", f"{kind}-")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            stored = json.load(handle)
-        if stored["fingerprint"] == fingerprint:
-            return stored["value"]
-    except (OSError, ValueError, TypeError, KeyError):
-        pass
+    stored = _read_json(path)
+    if _still_valid(stored, fingerprint, shape, track_imports):
+        return stored["value"]
+    started = time.time_ns()
     value = compute()
+    record: dict[str, Any] = {"fingerprint": fingerprint, "value": value}
+    if track_imports:
+        record["imports"] = _import_closure()
+        if any(state is not None and int(state.split("/")[0]) >= started
+               for state in record["imports"].values()):
+            return value  # a file changed while it was read: its state may not be the code's
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         temporary = f"{path}.{os.getpid()}.tmp"
         with open(temporary, "w", encoding="utf-8") as handle:
-            json.dump({"fingerprint": fingerprint, "value": value}, handle)
+            json.dump(record, handle)
         os.replace(temporary, path)
     except OSError:
         pass
