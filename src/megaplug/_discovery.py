@@ -75,20 +75,26 @@ def _digest(parts: list[str]) -> str:
 
 def installed_fingerprint() -> str:
     """Stable while the installed distributions' metadata is: the Python version and, for
-    each ``sys.path`` entry, the ``*.dist-info`` / ``*.egg-info`` entries there, each with
-    the stat of its ``entry_points.txt`` and, where it has one, of its ``METADATA``
-    (``PKG-INFO``); a zip or other file on ``sys.path`` by its own stat."""
+    each ``sys.path`` entry holding distributions, in order, its ``*.dist-info`` /
+    ``*.egg-info`` entries, each with the stat of its ``entry_points.txt`` and, where it has
+    one, of its ``METADATA`` (``PKG-INFO``); a zip or other file on ``sys.path`` by its own
+    stat. A directory without distributions adds nothing, so the script's directory (or
+    the working directory under ``python -m``) does not split the cache between ways of
+    starting Python."""
     parts = [sys.version, str(_CACHE_VERSION)]
     for entry in sys.path:
         try:
             scanner = os.scandir(entry or ".")
         except OSError:  # absent, or a file (a zip archive)
-            parts.append(f"{entry}:{_file_state(entry)}")
+            state = _file_state(entry)
+            if state is not None:
+                parts.append(f"{entry}:{state}")
             continue
         with scanner:
             names = sorted(item.name for item in scanner
                            if item.name.endswith(_DISTRIBUTION_SUFFIXES))
-        parts.append(entry)
+        if names:
+            parts.append(entry)
         for name in names:
             metadata = os.path.join(entry, name)
             entry_points_state = _file_state(os.path.join(metadata, "entry_points.txt"))

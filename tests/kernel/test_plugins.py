@@ -155,7 +155,7 @@ def test_entry_point_discovery_is_cached_on_disk(tmp_path, monkeypatch):
     assert scans == [1]
     assert len(list(tmp_path.glob("entry-points-*.json"))) == 1  # one file per environment
     # a change on sys.path (an install) changes the fingerprint, so the cache is rebuilt
-    (tmp_path / "new-site").mkdir()
+    (tmp_path / "new-site" / "new_dist-1.0.dist-info").mkdir(parents=True)
     monkeypatch.setattr(sys, "path", [*sys.path, str(tmp_path / "new-site")])
     _discovery.forget()
     _discovery.entry_points()

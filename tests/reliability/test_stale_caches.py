@@ -159,6 +159,20 @@ def test_a_directory_put_on_sys_path(cache_dir, site, scans, monkeypatch):
     assert len(scans) == 3
 
 
+def test_directories_without_distributions_do_not_split_the_cache(cache_dir, site, scans,
+                                                                   tmp_path, monkeypatch):
+    """``megaplug`` (its bin directory first on sys.path) and ``python -m megaplug`` (the
+    working directory first) share one cache."""
+    make_distribution(site, "stale-test", "1.0", {"alpha": "alpha_mod"})
+    ours()
+    for name in ("bin", "cwd"):
+        (tmp_path / name).mkdir()
+        with monkeypatch.context() as patch:
+            patch.setattr(sys, "path", [str(tmp_path / name), *sys.path])
+            assert ours() == {"alpha": ("alpha_mod", "1.0")}
+    assert scans == [1]
+
+
 def test_another_python_version_rescans(cache_dir, site, scans, monkeypatch):
     make_distribution(site, "stale-test", "1.0", {"alpha": "alpha_mod"})
     ours()
