@@ -84,15 +84,13 @@ def installed_fingerprint() -> str:
     parts = [sys.version, str(_CACHE_VERSION)]
     for entry in sys.path:
         try:
-            scanner = os.scandir(entry or ".")
+            names = sorted(name for name in os.listdir(entry or ".")
+                           if name.endswith(_DISTRIBUTION_SUFFIXES))
         except OSError:  # absent, or a file (a zip archive)
             state = _file_state(entry)
             if state is not None:
                 parts.append(f"{entry}:{state}")
             continue
-        with scanner:
-            names = sorted(item.name for item in scanner
-                           if item.name.endswith(_DISTRIBUTION_SUFFIXES))
         if names:
             parts.append(entry)
         for name in names:
