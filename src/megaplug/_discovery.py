@@ -63,10 +63,10 @@ def _file_state(path: str) -> str | None:
     """What changes whenever a file is rewritten, even in place or with its modification
     time put back: modification and change times and size; ``None`` if it is absent."""
     try:
-        stat = os.stat(path)
-    except OSError:
+        status = os.stat(path)
+    except (OSError, ValueError):  # ValueError: a NUL in the path
         return None
-    return f"{stat.st_mtime_ns}/{stat.st_ctime_ns}/{stat.st_size}"
+    return f"{status.st_mtime_ns}/{status.st_ctime_ns}/{status.st_size}"
 
 
 def _digest(parts: list[str]) -> str:
@@ -83,10 +83,12 @@ def installed_fingerprint() -> str:
     starting Python."""
     parts = [sys.version, str(_CACHE_VERSION)]
     for entry in sys.path:
+        if not isinstance(entry, str):
+            continue  # importlib.metadata skips them too
         try:
             names = sorted(name for name in os.listdir(entry or ".")
                            if name.endswith(_DISTRIBUTION_SUFFIXES))
-        except OSError:  # absent, or a file (a zip archive)
+        except (OSError, ValueError):  # absent, or a file (a zip archive)
             state = _file_state(entry)
             if state is not None:
                 parts.append(f"{entry}:{state}")
@@ -166,7 +168,8 @@ def code_fingerprint(extra: list[str]) -> str:
     adds the rest: the files of the modules the computation imported."""
     parts = [installed_fingerprint(), *extra]
     for entry in sys.path:
-        parts.append(f"{entry}:{_file_state(entry or '.')}")
+        if isinstance(entry, str):
+            parts.append(f"{entry}:{_file_state(entry or '.')}")
     return _digest(parts)
 
 

@@ -488,8 +488,10 @@ def test_a_tampered_list_cache_of_the_right_fingerprint_is_recomputed(project, v
     assert json.loads(path.read_text())["value"] == stored["value"]
 
 
-@pytest.mark.parametrize("imports", [None, {}, [], "x", {"/nonexistent/module.py": "1/2/3"}],
-                         ids=["null", "empty", "list", "string", "foreign-file"])
+@pytest.mark.parametrize("imports", [None, {}, [], "x", {"/nonexistent/module.py": "1/2/3"},
+                                     {"/tmp/a\u0000b.py": "1/2/3"}, {"/": 7}],
+                         ids=["null", "empty", "list", "string", "foreign-file", "nul-byte",
+                              "int-state"])
 def test_a_tampered_import_closure_is_recomputed(project, imports):
     first = project.list()
     path = project.cache_file()
