@@ -43,10 +43,7 @@ class EntryPointInfo(FrozenRecord):
 
     def __init__(self, name: str, value: str, distribution: str | None,
                  version: str | None) -> None:
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "value", value)
-        object.__setattr__(self, "distribution", distribution)
-        object.__setattr__(self, "version", version)
+        self._fill(locals())
 
     def to_dict(self) -> dict[str, str | None]:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -122,13 +119,9 @@ def scan() -> list[EntryPointInfo]:
     """Read the entry points from installed distribution metadata (slow path)."""
     from importlib import metadata
 
-    found = []
-    for entry_point in metadata.entry_points(group=GROUP):
-        dist = getattr(entry_point, "dist", None)
-        found.append(EntryPointInfo(
-            entry_point.name, entry_point.value,
-            dist.metadata["Name"] if dist is not None else None,
-            dist.version if dist is not None else None))
+    found = [EntryPointInfo(ep.name, ep.value, *((ep.dist.metadata["Name"], ep.dist.version)
+                                                 if getattr(ep, "dist", None) else (None, None)))
+             for ep in metadata.entry_points(group=GROUP)]
     return sorted(found, key=lambda ep: ep.name)
 
 
