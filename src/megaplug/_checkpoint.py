@@ -12,8 +12,10 @@ from __future__ import annotations
 import enum
 import os
 import sys
-from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
+
+if TYPE_CHECKING:  # pathlib (and the urllib.parse it imports) would cost every resolve
+    from pathlib import Path
 
 TRACKER_FILENAME = "latest_checkpointed_iteration.txt"
 
@@ -44,6 +46,8 @@ class CheckpointArgsError(ValueError):
 
 def checkpoint_file(load_dir: str | os.PathLike[str]) -> Path:
     """The file holding the saved arguments for the latest iteration in ``load_dir``."""
+    from pathlib import Path
+
     directory = Path(load_dir)
     tracker = directory / TRACKER_FILENAME
     try:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
 from .._patterns import parse_pattern
@@ -75,6 +74,8 @@ def validate_model_config_args_from_heterogeneous_config(args: argparse.Namespac
     if path is None and encoded is None:
         return
     if encoded is None:
+        from pathlib import Path  # here only: pathlib (and urllib.parse) cost every process
+
         encoded = args.heterogeneous_layers_config_encoded_json = Path(path).read_text()
     config = json.loads(encoded)
     if config["hidden_act"] != "silu":

@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib
 import runpy
 import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any, Sequence
 
@@ -87,6 +86,8 @@ def run(argv: Sequence[str]) -> None:
               "Run a Megatron-LM entry script (pretrain_gpt.py, ...) unmodified, with megaplug "
               "in place of megatron.training.arguments.", file=sys.stderr)
         raise SystemExit(0 if argv else 2)
+    from pathlib import Path  # here only: pathlib (and urllib.parse) cost every process
+
     script = Path(argv[0])
     if not script.is_file():
         print(f"megaplug.megatron: no such script: {script}", file=sys.stderr)
