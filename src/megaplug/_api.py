@@ -49,7 +49,8 @@ def load(argv: Sequence[str] = (), *, environ: Mapping[str, str] | None = None,
     if key not in _KERNELS:
         chosen = {} if builtins is None else {"builtins": builtins}
         with collection_paused():
-            _KERNELS[key] = Kernel(PluginSet(selection, extra=plugins, **chosen))
+            _KERNELS[key] = Kernel(PluginSet(selection, extra=plugins, **chosen),
+                                   snapshot=not plugins and builtins is None)
     return _KERNELS[key], rest
 
 

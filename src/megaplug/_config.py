@@ -272,6 +272,6 @@ class Resolved(_Settings):
 
     def options(self, plugin: str | type) -> Any:
         """The plugin's options dataclass (by plugin name or class) filled with resolved values."""
-        cls = self._table.options_classes[plugin] if isinstance(plugin, str) else plugin
+        cls = self._table.options_class(plugin) if isinstance(plugin, str) else plugin
         return cls(**{f.name: self._values[f.name] for f in dataclasses.fields(cls)
                       if f.init and f.name in self._values})

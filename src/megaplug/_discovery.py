@@ -156,13 +156,23 @@ def forget() -> None:
 
 def code_fingerprint(extra: list[str]) -> str:
     """The part of a code-derived answer's key known before computing it: ``extra``, the
-    installed distributions, and the modification time of every ``sys.path`` directory (a
+    installed distributions, and the modification time of the ``sys.path`` directories (a
     module appearing where an import once failed). :func:`cached` with ``track_imports``
-    adds the rest: the files of the modules the computation imported."""
+    adds the rest: the files of the modules the computation imported.
+
+    The script's directory and the working directory are left out: they change all the
+    time, and differ between ``megaplug``, ``python -m megaplug`` and a training script,
+    which would otherwise take turns overwriting one another's cache. A module imported
+    from them is still in the import closure."""
+    try:
+        working = os.getcwd()
+    except OSError:  # deleted under us
+        working = ""
+    skip = {"", working, sys.path[0] if sys.path else ""}
     parts = [installed_fingerprint(), *extra]
     for entry in sys.path:
-        if isinstance(entry, str):
-            parts.append(f"{entry}:{_file_state(entry or '.')}")
+        if isinstance(entry, str) and entry not in skip:
+            parts.append(f"{entry}:{_file_state(entry)}")
     return _digest(parts)
 
 
@@ -248,16 +258,19 @@ def _read_json(path: str) -> Any:
 
 
 def cached(kind: str, fingerprint: str | None, compute: Callable[[], Any], *,
-           shape: Any = None, track_imports: bool = False) -> Any:
+           shape: Any = None, track_imports: bool = False,
+           accept: Callable[[Any], bool] | None = None) -> Any:
     """``compute()``'s JSON-able result, reused across processes while ``fingerprint``
-    holds and the stored value has ``shape``; with ``track_imports``, also while every
-    module file loaded when it was computed is unchanged."""
+    holds, the stored value has ``shape`` and ``accept`` (if given) takes it; with
+    ``track_imports``, also while every module file loaded when it was computed is
+    unchanged."""
     path = _cache_path()
     if path is None or fingerprint is None:
         return compute()
     path = path.replace("entry-points-", f"{kind}-")
     stored = _read_json(path)
-    if _still_valid(stored, fingerprint, shape, track_imports):
+    if _still_valid(stored, fingerprint, shape, track_imports) and (
+            accept is None or accept(stored["value"])):
         return stored["value"]
     started = time.time_ns()
     value = compute()

@@ -27,7 +27,8 @@ class Kernel:
     """
 
     def __init__(self, plugins: PluginSet, *,
-                 extra_args_provider: Callable[[Any], Any] | None = None) -> None:
+                 extra_args_provider: Callable[[Any], Any] | None = None,
+                 snapshot: bool = False) -> None:
         started = time.perf_counter()
         self.plugins = plugins
         self.table = FlagTable()
@@ -44,12 +45,12 @@ class Kernel:
         #: "normalize", "derive", "validate" (overwritten by each resolve).
         self.timings: dict[str, float] = {}
         self._steps, self._superseded = self._collect_steps()
-        # Built-ins declare first, so a plugin claiming a built-in's flag is the one broken.
-        for record in sorted(plugins.active(), key=lambda r: r.source != "builtin"):
-            self._declare(record)
-        for record in plugins.records.values():
-            if record.status != ACTIVE and record.module is not None:
-                self._learn_flags_of(record, record.module)
+        if snapshot:  # the table as a previous process declared it, while nothing changed
+            from ._snapshot import declare_or_read
+
+            declare_or_read(self, self._declare_all)
+        else:
+            self._declare_all()
         self.timings["add_args"] = time.perf_counter() - started
         if extra_args_provider is not None:
             try:
@@ -76,6 +77,14 @@ class Kernel:
             for rule, when in rules.superseded if rules else ():
                 superseded.setdefault(rule, []).append(when)
         return steps, superseded
+
+    def _declare_all(self) -> None:
+        # Built-ins declare first, so a plugin claiming a built-in's flag is the one broken.
+        for record in sorted(self.plugins.active(), key=lambda r: r.source != "builtin"):
+            self._declare(record)
+        for record in self.plugins.records.values():
+            if record.status != ACTIVE and record.module is not None:
+                self._learn_flags_of(record, record.module)
 
     def _declare(self, record: PluginRecord) -> None:
         try:

@@ -236,6 +236,7 @@ def enum_by_name(enum_class: type[enum.Enum]) -> Callable[[str], enum.Enum]:
             raise ValueError(f"choose from {names}") from None
 
     parse.__name__ = enum_class.__name__
+    parse.__megaplug_enum__ = enum_class  # type: ignore[attr-defined]  # for _snapshot
     return parse
 
 

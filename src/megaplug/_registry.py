@@ -59,7 +59,9 @@ class FlagTable:
         self.by_dest: dict[str, list[FlagSpec]] = {}
         self.by_option: dict[str, FlagSpec] = {}
         self.by_env: dict[str, FlagSpec] = {}
-        self.options_classes: dict[str, type] = {}
+        #: Each plugin's options class, or its ``module:qualname`` until first asked for
+        #: (a table read from the snapshot imports no options module it does not use).
+        self.options_classes: dict[str, type | str] = {}
         self.mutex_groups: list[list[str]] = []
 
     def add(self, spec: FlagSpec) -> None:
@@ -123,6 +125,15 @@ class FlagTable:
 
         pool = candidates if candidates is not None else list(self.by_option)
         return next(iter(difflib.get_close_matches(name, pool, n=1, cutoff=0.75)), None)
+
+    def options_class(self, plugin: str) -> type:
+        """The plugin's options class (``KeyError`` if it declared none)."""
+        found = self.options_classes[plugin]
+        if isinstance(found, str):
+            from ._snapshot import resolve_reference
+
+            found = self.options_classes[plugin] = resolve_reference(found)
+        return found
 
     def plugin_specs(self, plugin: str) -> list[FlagSpec]:
         return [s for s in self.specs if s.plugin == plugin]

@@ -10,7 +10,6 @@ from __future__ import annotations
 from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
 from .checks import CHECKS
-from .options import DistillationOptions
 
 __all__ = ["DistillationOptions", "megaplug_plugin"]
 
@@ -25,4 +24,15 @@ megaplug_plugin = PluginInfo(
 @hookimpl
 def add_args(flags: FlagDeclarations) -> None:
     """Declare the logits-distillation flags."""
+    # imported here, not at the top: a flag table read from the snapshot needs none
+    from .options import DistillationOptions
+
     flags.add_options(DistillationOptions)
+
+
+def __getattr__(name: str) -> object:
+    if name == "DistillationOptions":  # from the options module, imported on first use
+        from . import options
+
+        return getattr(options, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

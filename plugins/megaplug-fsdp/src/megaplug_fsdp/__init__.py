@@ -11,7 +11,6 @@ from __future__ import annotations
 from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
 from . import across, megatron_fsdp, shared, torch_fsdp2
-from .options import FsdpOptions
 
 __all__ = ["FsdpOptions", "megaplug_plugin"]
 
@@ -42,4 +41,15 @@ megaplug_plugin = PluginInfo(
 @hookimpl
 def add_args(flags: FlagDeclarations) -> None:
     """Declare the FSDP flags."""
+    # imported here, not at the top: a flag table read from the snapshot needs none
+    from .options import FsdpOptions
+
     flags.add_options(FsdpOptions)
+
+
+def __getattr__(name: str) -> object:
+    if name == "FsdpOptions":  # from the options module, imported on first use
+        from . import options
+
+        return getattr(options, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

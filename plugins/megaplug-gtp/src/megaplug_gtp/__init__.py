@@ -11,7 +11,6 @@ from __future__ import annotations
 from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
 from .layout import resolve_tensor_parallel_weight_shards
-from .options import GtpOptions
 from .rules import DERIVATIONS, REMAT_CHECKS, remat_active
 
 rules = Rules(derive=DERIVATIONS)
@@ -31,7 +30,18 @@ megaplug_plugin = PluginInfo(
 @hookimpl
 def add_args(flags: FlagDeclarations) -> None:
     """Declare the GTP flags and the derived remat sizes."""
+    # imported here, not at the top: a flag table read from the snapshot needs none
+    from .options import GtpOptions
+
     flags.add_options(GtpOptions)
 
 
 __all__ = ["GtpOptions", "megaplug_plugin", "resolve_tensor_parallel_weight_shards"]
+
+
+def __getattr__(name: str) -> object:
+    if name == "GtpOptions":  # from the options module, imported on first use
+        from . import options
+
+        return getattr(options, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,7 +13,6 @@ from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
 from . import cuda_graphs, engine
 from .enums import InferenceCudaGraphScope
-from .options import InferenceOptions, declare_untyped_flags
 
 __all__ = ["InferenceCudaGraphScope", "InferenceOptions", "megaplug_plugin"]
 
@@ -34,5 +33,16 @@ megaplug_plugin = PluginInfo(
 @hookimpl
 def add_args(flags: FlagDeclarations) -> None:
     """Declare the inference flags."""
+    # imported here, not at the top: a flag table read from the snapshot needs none
+    from .options import InferenceOptions, declare_untyped_flags
+
     flags.add_options(InferenceOptions)
     declare_untyped_flags(flags)
+
+
+def __getattr__(name: str) -> object:
+    if name == "InferenceOptions":  # from the options module, imported on first use
+        from . import options
+
+        return getattr(options, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

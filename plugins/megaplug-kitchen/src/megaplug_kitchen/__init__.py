@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from megaplug import FlagDeclarations, PluginInfo, Requirement, hookimpl
 
-from .options import KitchenOptions, declare
-
 __all__ = ["KitchenOptions", "megaplug_plugin"]
 
 megaplug_plugin = PluginInfo(
@@ -23,4 +21,15 @@ megaplug_plugin = PluginInfo(
 @hookimpl
 def add_args(flags: FlagDeclarations) -> None:
     """Declare --kitchen-config-file and --kitchen-recipe-number (mutually exclusive)."""
+    # imported here, not at the top: a flag table read from the snapshot needs none
+    from .options import declare
+
     declare(flags)
+
+
+def __getattr__(name: str) -> object:
+    if name == "KitchenOptions":  # from the options module, imported on first use
+        from . import options
+
+        return getattr(options, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

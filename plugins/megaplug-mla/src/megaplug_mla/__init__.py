@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
-from .options import MlaOptions
 from .rules import CHECKS, DERIVATIONS
 
 megaplug_plugin = PluginInfo(
@@ -25,7 +24,18 @@ megaplug_plugin = PluginInfo(
 @hookimpl
 def add_args(flags: FlagDeclarations) -> None:
     """Declare the MLA flags."""
+    # imported here, not at the top: a flag table read from the snapshot needs none
+    from .options import MlaOptions
+
     flags.add_options(MlaOptions)
 
 
 __all__ = ["MlaOptions", "megaplug_plugin"]
+
+
+def __getattr__(name: str) -> object:
+    if name == "MlaOptions":  # from the options module, imported on first use
+        from . import options
+
+        return getattr(options, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

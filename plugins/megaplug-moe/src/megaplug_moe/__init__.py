@@ -16,7 +16,6 @@ from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 from . import across
 from .checks import CHECKS
 from .derivations import DERIVATIONS, NORMALIZATIONS
-from .options import MoeOptions
 
 rules = Rules(normalize=NORMALIZATIONS, derive=DERIVATIONS,
               validate=(*CHECKS, across.flex_dispatcher_needs_real_communication,
@@ -37,7 +36,18 @@ megaplug_plugin = PluginInfo(
 @hookimpl
 def add_args(flags: FlagDeclarations) -> None:
     """Declare every MoE flag."""
+    # imported here, not at the top: a flag table read from the snapshot needs none
+    from .options import MoeOptions
+
     flags.add_options(MoeOptions)
 
 
 __all__ = ["MoeOptions", "megaplug_plugin"]
+
+
+def __getattr__(name: str) -> object:
+    if name == "MoeOptions":  # from the options module, imported on first use
+        from . import options
+
+        return getattr(options, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

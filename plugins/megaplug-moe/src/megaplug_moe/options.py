@@ -5,11 +5,13 @@ help texts are this plugin's own.
 """
 
 
-import json
 from typing import Any, Optional, Union
 
 
-from megaplug import Flag, PatternError, options, parse_pattern
+from megaplug import Flag, options
+
+# the parsers live apart, so that a flag table read from the snapshot imports them alone
+from .converters import json_value, moe_freq_type
 
 #: Load-balancing strategies the router understands.
 LOAD_BALANCING_TYPES = (
@@ -22,41 +24,6 @@ LOAD_BALANCING_TYPES = (
 )
 
 
-def moe_freq_type(text: Union[str, int]) -> Union[int, list]:
-    """Parse ``--moe-layer-freq``: ``N`` (one MoE layer every N layers) or a 0/1 list pattern.
-
-    A value containing ``[`` is a list expression such as ``([1]*3+[0]*1)*3``; anything
-    else must be an integer. Raises ``ValueError`` with a readable message otherwise.
-    """
-    if isinstance(text, int) and not isinstance(text, bool):
-        return text
-    if isinstance(text, list):
-        return text
-    if "[" in text:
-        try:
-            value = parse_pattern(text)
-        except PatternError as exc:
-            raise ValueError(str(exc)) from None
-        if not isinstance(value, list):
-            raise ValueError(f"{text!r} does not evaluate to a list of 0/1 layer flags")
-        return value
-    try:
-        return int(text)
-    except ValueError:
-        raise ValueError(
-            f"expected an integer or a list pattern such as '([1]*3+[0]*1)*3', got {text!r}"
-        ) from None
-
-
-def json_value(text: str) -> Any:
-    """Parse a JSON document (``--moe-megakernel-backend-config``)."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not valid JSON: {exc.msg} at position {exc.pos}") from None
-
-
-json_value.__name__ = "loads"
 
 
 @options

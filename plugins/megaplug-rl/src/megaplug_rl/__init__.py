@@ -11,7 +11,6 @@ from __future__ import annotations
 from megaplug import Draft, FlagDeclarations, PluginInfo, Rules, hookimpl
 
 from .checks import CHECKS
-from .options import RLOptions
 
 __all__ = ["RLOptions", "megaplug_plugin"]
 
@@ -48,4 +47,15 @@ megaplug_plugin = PluginInfo(
 @hookimpl
 def add_args(flags: FlagDeclarations) -> None:
     """Declare the RL flags."""
+    # imported here, not at the top: a flag table read from the snapshot needs none
+    from .options import RLOptions
+
     flags.add_options(RLOptions)
+
+
+def __getattr__(name: str) -> object:
+    if name == "RLOptions":  # from the options module, imported on first use
+        from . import options
+
+        return getattr(options, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

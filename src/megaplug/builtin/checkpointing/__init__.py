@@ -13,7 +13,6 @@ from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
 from .checks import CHECKS
 from .derivations import DERIVATIONS, EARLY_CHECKS
-from .options import CheckpointingOptions
 
 megaplug_plugin = PluginInfo(
     name="checkpointing",
@@ -26,6 +25,9 @@ megaplug_plugin = PluginInfo(
 @hookimpl
 def add_args(flags: FlagDeclarations) -> None:
     """Declare every checkpointing flag."""
+    # imported here, not at the top: a flag table read from the snapshot needs none
+    from .options import CheckpointingOptions
+
     flags.add_options(CheckpointingOptions)
     # Megatron gives this retired flag no type; an options field would infer ``str``.
     flags.add_argument("--dist-ckpt-format", dest="dist_ckpt_format_deprecated",
@@ -33,3 +35,11 @@ def add_args(flags: FlagDeclarations) -> None:
 
 
 __all__ = ["CheckpointingOptions", "megaplug_plugin"]
+
+
+def __getattr__(name: str) -> object:
+    if name == "CheckpointingOptions":  # from the options module, imported on first use
+        from . import options
+
+        return getattr(options, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,7 +13,6 @@ from __future__ import annotations
 from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
 from . import fim, packing, paths, sequences, tokenizer
-from .options import DataOptions
 
 rules = Rules(
     # the split and sequence length every other plugin reads
@@ -43,4 +42,7 @@ megaplug_plugin = PluginInfo(
 @hookimpl
 def add_args(flags: FlagDeclarations) -> None:
     """Declare the data, tokenizer, SFT and packing flags."""
+    # imported here, not at the top: a flag table read from the snapshot needs none
+    from .options import DataOptions
+
     flags.add_options(DataOptions)

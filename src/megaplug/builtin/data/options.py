@@ -25,9 +25,6 @@ TOKENIZER_TYPES = (
     "SFTTokenizer",
 )
 
-#: Split proportions Megatron falls back to when --data-path comes without --split.
-LEGACY_DEFAULT_SPLIT = "969, 30, 1"
-
 
 @options
 class DataPathOptions:

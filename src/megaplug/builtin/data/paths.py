@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from megaplug import Draft
 
-from .options import LEGACY_DEFAULT_SPLIT
+#: Split proportions Megatron falls back to when --data-path comes without --split.
+LEGACY_DEFAULT_SPLIT = "969, 30, 1"
 
 _PER_SPLIT_PATHS = ("train_data_path", "valid_data_path", "test_data_path")
 

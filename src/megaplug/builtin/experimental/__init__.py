@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
-from .options import ExperimentalOptions
 from .rules import CHECKS, DERIVATIONS, NORMALIZATIONS
 
 megaplug_plugin = PluginInfo(
@@ -25,4 +24,7 @@ megaplug_plugin = PluginInfo(
 @hookimpl
 def add_args(flags: FlagDeclarations) -> None:
     """Declare the experimental settings."""
+    # imported here, not at the top: a flag table read from the snapshot needs none
+    from .options import ExperimentalOptions
+
     flags.add_options(ExperimentalOptions)

@@ -7,24 +7,13 @@ from typing import Optional, Sequence, Union
 
 from megaplug import Flag, TorchDType, options
 
+# the parser lives apart, so that a flag table read from the snapshot imports it alone
+from .converters import parse_block_size
+
 #: A dtype setting: its CLI name until the plugin maps it to a torch dtype.
 DTypeSetting = Union[str, TorchDType]
 
 
-def parse_block_size(text: str) -> tuple[str, int]:
-    """``'BLOCK_M=64'`` -> ``('BLOCK_M', 64)``; the name starts with BLOCK, the size is > 0."""
-    name, separator, size = text.partition("=")
-    if separator and name.startswith("BLOCK") and name.isidentifier():
-        try:
-            value = int(size)
-        except ValueError:
-            value = 0
-        if value > 0:
-            return name, value
-    raise ValueError("expected BLOCK_NAME=positive_integer, e.g. BLOCK_SIZE=128")
-
-
-parse_block_size.__name__ = "block size"
 
 
 @options

@@ -11,7 +11,6 @@ from __future__ import annotations
 from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
 from . import outputs
-from .options import LoggingOptions
 
 megaplug_plugin = PluginInfo(
     name="logging",
@@ -24,4 +23,7 @@ megaplug_plugin = PluginInfo(
 @hookimpl
 def add_args(flags: FlagDeclarations) -> None:
     """Declare the logging, validation and telemetry flags."""
+    # imported here, not at the top: a flag table read from the snapshot needs none
+    from .options import LoggingOptions
+
     flags.add_options(LoggingOptions)

@@ -17,7 +17,6 @@ from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 from .checks import CHECKS
 from .derivations import DERIVATIONS
 from .heterogeneous import check_against_heterogeneous_config, load_heterogeneous_config
-from .options import ModelOptions
 from .types import AttnBackend
 
 megaplug_plugin = PluginInfo(
@@ -33,7 +32,18 @@ megaplug_plugin = PluginInfo(
 @hookimpl
 def add_args(flags: FlagDeclarations) -> None:
     """Declare every model flag."""
+    # imported here, not at the top: a flag table read from the snapshot needs none
+    from .options import ModelOptions
+
     flags.add_options(ModelOptions)
 
 
 __all__ = ["AttnBackend", "ModelOptions", "megaplug_plugin"]
+
+
+def __getattr__(name: str) -> object:
+    if name == "ModelOptions":  # from the options module, imported on first use
+        from . import options
+
+        return getattr(options, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

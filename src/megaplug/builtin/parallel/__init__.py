@@ -14,7 +14,6 @@ from __future__ import annotations
 from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
 from . import comm, ddp, pipeline, sizes
-from .options import ParallelOptions
 
 rules = Rules(
     # --model-parallel-size is retired; --hybrid-context-parallel has a new name
@@ -44,4 +43,7 @@ megaplug_plugin = PluginInfo(
 @hookimpl
 def add_args(flags: FlagDeclarations) -> None:
     """Declare the parallelism settings."""
+    # imported here, not at the top: a flag table read from the snapshot needs none
+    from .options import ParallelOptions
+
     flags.add_options(ParallelOptions)

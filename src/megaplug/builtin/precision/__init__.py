@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
-from .options import PrecisionOptions
 from .rules import CHECKS, DERIVATIONS
 
 megaplug_plugin = PluginInfo(
@@ -22,4 +21,7 @@ megaplug_plugin = PluginInfo(
 @hookimpl
 def add_args(flags: FlagDeclarations) -> None:
     """Declare the precision settings."""
+    # imported here, not at the top: a flag table read from the snapshot needs none
+    from .options import PrecisionOptions
+
     flags.add_options(PrecisionOptions)

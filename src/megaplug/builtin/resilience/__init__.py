@@ -6,7 +6,6 @@ from __future__ import annotations
 from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
 from . import restart, storage
-from .options import ResilienceOptions
 
 megaplug_plugin = PluginInfo(
     name="resilience",
@@ -23,4 +22,7 @@ megaplug_plugin = PluginInfo(
 @hookimpl
 def add_args(flags: FlagDeclarations) -> None:
     """Declare the resilience flags."""
+    # imported here, not at the top: a flag table read from the snapshot needs none
+    from .options import ResilienceOptions
+
     flags.add_options(ResilienceOptions)

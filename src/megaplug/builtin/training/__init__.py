@@ -12,7 +12,6 @@ from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
 from . import batch, cuda_graphs, kernels, optimizer, recompute, schedule
 from .enums import CudaGraphModule
-from .options import TrainingOptions
 
 __all__ = ["CudaGraphModule", "TrainingOptions", "megaplug_plugin"]
 
@@ -54,4 +53,15 @@ megaplug_plugin = PluginInfo(
 @hookimpl
 def add_args(flags: FlagDeclarations) -> None:
     """Declare every training setting."""
+    # imported here, not at the top: a flag table read from the snapshot needs none
+    from .options import TrainingOptions
+
     flags.add_options(TrainingOptions)
+
+
+def __getattr__(name: str) -> object:
+    if name == "TrainingOptions":  # from the options module, imported on first use
+        from . import options
+
+        return getattr(options, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

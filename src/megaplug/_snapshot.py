@@ -1,0 +1,283 @@
+"""The flag table across processes: declared once, read back by every later process.
+
+Every plugin's ``add_args`` turns its options class into flag specs; importing those ~900
+declarations and building the specs is a large part of a process's start-up, and its
+result only changes when a plugin's code does. So a kernel built for the command line or
+the Megatron facade stores its table in the on-disk cache (:func:`_discovery.cached`,
+keyed on the plugins, their statuses, the installed distributions and the import closure
+of every module loaded while it was declared) and, while that holds, builds its table from
+it without running ``add_args`` -- and so without importing any options module.
+
+Values that are not JSON are stored by reference: an enum member by its class and name, a
+``type=`` callable by ``module:qualname`` (an :func:`enum_by_name` parser by its enum).
+A reference is followed only into megaplug and the plugins' own packages, so a tampered
+cache file cannot make megaplug call arbitrary code. A table holding anything else is
+not stored: that process, and each after it, declares as before.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import math
+import sys
+import types
+from typing import Any, Callable
+
+from ._options import FlagSpec, enum_by_name
+from ._registry import FlagTable
+
+#: Bump when the stored form changes.
+VERSION = 1
+
+_FIELDS = ("dest", "plugin", "kind", "option_strings", "action", "type", "default", "choices",
+           "nargs", "const", "metavar", "help", "hidden", "deprecated", "env",
+           "deprecated_spellings")
+_BUILTIN_TYPES = {"int": int, "float": float, "str": str, "bool": bool}
+
+
+
+class Unstorable(Exception):
+    """A value the snapshot cannot refer to (a lambda, an object built at import time)."""
+
+
+def declare_or_read(kernel: Any, declare: Callable[[], None]) -> None:
+    """Fill ``kernel``'s table and inactive specs from the snapshot, or ``declare()`` them
+    (running every ``add_args``) and store the snapshot for the next process.
+
+    Only for plugin sets made of modules: a plugin object built in a test or an
+    embedding application has no module the snapshot could be keyed on.
+    """
+    records = list(kernel.plugins.records.values())
+    if not all(r.module is None or isinstance(r.module, types.ModuleType) for r in records):
+        return declare()
+    from ._discovery import cached, code_fingerprint
+
+    packages = {"megaplug", *(r.module.__name__.partition(".")[0] for r in records
+                              if r.module is not None)}
+    key = code_fingerprint([f"flag table {VERSION}", repr(sorted(
+        (r.name, str(r.status), r.source, getattr(r.module, "__name__", None))
+        for r in records))])
+    declared: list[bool] = []
+    read: list[tuple[FlagTable, dict[str, list[FlagSpec]]]] = []
+
+    def compute() -> dict[str, Any]:
+        problems = len(kernel.setup_problems)
+        declare()
+        declared.append(True)
+        if len(kernel.setup_problems) > problems:
+            return {"table": None}  # a broken declaration is redone, and reported, each time
+        try:
+            return {"table": encode(kernel.table, kernel.inactive_specs, packages)}
+        except Unstorable:
+            return {"table": None}
+
+    def usable(stored: dict[str, Any]) -> bool:
+        if stored["table"] is None:
+            return True
+        try:
+            read.append(decode(stored["table"], packages))
+        except ValueError:
+            return False  # a tampered or foreign file: declare, and store a good one
+        return True
+
+    # decode() checks every field as it reads it: no separate walk of the shape
+    cached("flag-table", key, compute, shape={"table": (dict, None)}, track_imports=True,
+           accept=usable)
+    if declared:
+        return None
+    if not read:
+        return declare()
+    kernel.table, kernel.inactive_specs = read[0]
+    for name, specs in kernel.inactive_specs.items():
+        for option in (option for spec in specs for option in spec.option_strings):
+            if option not in kernel.table.by_option:
+                kernel.inactive_flags.setdefault(option, kernel.plugins.records[name])
+    return None
+
+
+def encode(table: FlagTable, inactive: dict[str, list[FlagSpec]], packages: set[str]
+           ) -> dict[str, Any]:
+    """``table`` and the inactive plugins' specs as JSON, or :class:`Unstorable` (also for
+    a reference outside ``packages``, which :func:`decode` would refuse)."""
+    def spec(one: FlagSpec) -> list[Any]:
+        return _encode_spec(one, packages)
+
+    return {
+        "specs": [spec(one) for one in table],
+        "inactive": {name: [spec(one) for one in specs] for name, specs in inactive.items()},
+        "options_classes": {plugin: {"ref": cls} if isinstance(cls, str)  # not yet imported
+                            else _reference(cls, packages)
+                            for plugin, cls in table.options_classes.items()},
+        "mutex_groups": [list(group) for group in table.mutex_groups],
+    }
+
+
+def decode(data: dict[str, Any], packages: set[str]
+           ) -> tuple[FlagTable, dict[str, list[FlagSpec]]]:
+    """The table and inactive specs ``encode`` stored; ``ValueError`` for anything that
+    does not hold (a tampered file), references followed only into ``packages``."""
+    try:
+        table = FlagTable()
+        for row in data["specs"]:
+            table.add(_decode_spec(row, packages))
+        inactive = {str(name): [_decode_spec(row, packages) for row in rows]
+                    for name, rows in data["inactive"].items()}
+        for plugin, reference in data["options_classes"].items():
+            if not isinstance(reference, dict) or set(reference) != {"ref"}:
+                raise ValueError(f"not a reference: {reference!r}")
+            _check_package(reference["ref"], packages)
+            table.options_classes[str(plugin)] = reference["ref"]  # imported on first use
+        table.mutex_groups = [[str(dest) for dest in group] for group in data["mutex_groups"]]
+    except (KeyError, TypeError, AttributeError, ImportError, IndexError) as exc:
+        raise ValueError(f"unreadable flag table: {type(exc).__name__}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001  (PluginError from add(): two owners)
+        raise ValueError(f"unreadable flag table: {exc}") from None
+    return table, inactive
+
+
+def resolve_reference(reference: str) -> Any:
+    """The object ``module:qualname`` names."""
+    module_name, _, qualname = reference.partition(":")
+    target: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    return target
+
+
+# -- specs ---------------------------------------------------------------------------------
+
+
+def _encode_spec(spec: FlagSpec, packages: set[str]) -> list[Any]:
+    row = [getattr(spec, name) for name in _FIELDS]
+    row[_FIELDS.index("type")] = _encode_type(spec.type, packages)
+    for name in ("default", "choices", "const"):
+        row[_FIELDS.index(name)] = _encode_value(getattr(spec, name), packages)
+    for name in ("option_strings", "deprecated_spellings"):
+        row[_FIELDS.index(name)] = list(getattr(spec, name))
+    return row
+
+
+#: FlagSpec's slot setters, to build a spec without ``__init__``'s generic field filling
+#: (~900 specs per process: the snapshot must read back faster than it declares).
+_SETTERS = tuple(getattr(FlagSpec, name).__set__ for name in _FIELDS)
+_SCALARS = (str, int, float, bool)
+
+
+def _decode_spec(row: list[Any], packages: set[str]) -> FlagSpec:
+    if type(row) is not list or len(row) != len(_FIELDS):
+        raise ValueError(f"not a flag spec: {row!r}")
+    (dest, plugin, kind, option_strings, action, converter, default, choices, nargs, const,
+     metavar, help_text, hidden, deprecated, env, deprecated_spellings) = row
+    if not (type(dest) is type(plugin) is type(kind) is type(action) is str):
+        raise ValueError(f"not a flag spec: {row!r}")
+    values = (dest, plugin, kind, tuple(map(str, option_strings)), action,
+              _decode_type(converter, packages), _decode_value(default, packages),
+              _decode_value(choices, packages), nargs, _decode_value(const, packages),
+              metavar, help_text, hidden, deprecated, env, tuple(map(str, deprecated_spellings)))
+    spec = object.__new__(FlagSpec)
+    for setter, value in zip(_SETTERS, values):
+        setter(spec, value)
+    return spec
+
+
+# -- values and references -----------------------------------------------------------------
+
+
+def _reference(target: Any, packages: set[str], imported_ok: bool = False) -> dict[str, str]:
+    """``{"ref": "module:qualname"}`` for an object importable by that name from one of
+    ``packages`` (or, with ``imported_ok``, an imported module), or Unstorable."""
+    module, qualname = getattr(target, "__module__", None), getattr(target, "__qualname__", "")
+    if not isinstance(module, str) or not isinstance(qualname, str) or "<" in qualname:
+        raise Unstorable(repr(target))
+    reference = f"{module}:{qualname}"
+    try:
+        found = _follow(reference, packages, imported_ok)
+    except (ImportError, AttributeError, ValueError):
+        raise Unstorable(repr(target)) from None
+    if found is not target:
+        raise Unstorable(repr(target))
+    return {"ref": reference}
+
+
+def _encode_type(converter: Any, packages: set[str]) -> Any:
+    if converter is None:
+        return None
+    if converter in (int, float, str, bool):
+        return {"builtin": converter.__name__}
+    enum_class = getattr(converter, "__megaplug_enum__", None)
+    if enum_class is not None:
+        return {"enum_by_name": _reference(enum_class, packages, imported_ok=True)["ref"]}
+    return _reference(converter, packages)
+
+
+def _decode_type(stored: Any, packages: set[str]) -> Any:
+    if stored is None:
+        return None
+    if not isinstance(stored, dict) or len(stored) != 1:
+        raise ValueError(f"not a type: {stored!r}")
+    (kind, name), = stored.items()
+    if kind == "builtin":
+        return _BUILTIN_TYPES[name]
+    if kind == "enum_by_name":
+        return enum_by_name(_enum_class(name, packages))
+    if kind == "ref":
+        converter = _follow(name, packages)
+        if not callable(converter):
+            raise ValueError(f"{name} is not callable")
+        return converter
+    raise ValueError(f"not a type: {stored!r}")
+
+
+def _encode_value(value: Any, packages: set[str]) -> Any:
+    if value is None or type(value) in (bool, int, str):  # not a str or int subclass
+        return value
+    if type(value) is float:
+        return value if math.isfinite(value) else {"float": repr(value)}
+    if type(value) is list:
+        return [_encode_value(item, packages) for item in value]
+    if type(value) is tuple:
+        return {"tuple": [_encode_value(item, packages) for item in value]}
+    if isinstance(value, enum.Enum):
+        return {"enum": _reference(type(value), packages, imported_ok=True)["ref"],
+                "name": value.name}
+    raise Unstorable(repr(value))
+
+
+def _decode_value(stored: Any, packages: set[str]) -> Any:
+    if stored is None or type(stored) in _SCALARS:
+        return stored
+    if isinstance(stored, list):
+        return [_decode_value(item, packages) for item in stored]
+    if isinstance(stored, dict):
+        if set(stored) == {"tuple"}:
+            return tuple(_decode_value(item, packages) for item in stored["tuple"])
+        if set(stored) == {"float"} and stored["float"] in ("inf", "-inf", "nan"):
+            return float(stored["float"])
+        if set(stored) == {"enum", "name"}:
+            return _enum_class(stored["enum"], packages)[stored["name"]]
+    raise ValueError(f"not a stored value: {stored!r}")
+
+
+def _check_package(reference: Any, packages: set[str], imported_ok: bool = False) -> None:
+    if not isinstance(reference, str):
+        raise ValueError(f"not a reference: {reference!r}")
+    module = reference.partition(":")[0]
+    if imported_ok and module in sys.modules:
+        return  # already imported (signal, for signal.Signals): no new code runs
+    if not any(module == p or module.startswith(p + ".") for p in packages):
+        raise ValueError(f"{reference} is outside megaplug and the plugins' packages")
+
+
+def _follow(reference: Any, packages: set[str], imported_ok: bool = False) -> Any:
+    """What ``reference`` names, followed only into ``packages`` -- or, where nothing will
+    be called (an enum class looked up by member name), a module already imported."""
+    _check_package(reference, packages, imported_ok)
+    return resolve_reference(reference)
+
+
+def _enum_class(reference: Any, packages: set[str]) -> type[enum.Enum]:
+    found = _follow(reference, packages, imported_ok=True)
+    if not (isinstance(found, type) and issubclass(found, enum.Enum)):
+        raise ValueError(f"{reference} is not an enum")
+    return found
