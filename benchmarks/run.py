@@ -327,20 +327,26 @@ def bench_resolve_in_process(repeat: int) -> None:
 # -- 6. the entry-point cache ------------------------------------------------------------
 
 def bench_discovery_cache(repeat: int) -> None:
-    print("\n6. entry-point discovery: the on-disk cache against a scan per process")
+    print("\n6. the on-disk caches (entry points, flag table) against none: a process after an "
+          "install, and one with MEGAPLUG_NO_CACHE=1")
     data = case(CONFIGS["dense GPT"])
     command = [*megaplug_command(), "resolve", "--format", "json", *assume_options(data),
                "--", *data["argv"]]
     env = dict(os.environ, **data["env"])
-    samples = interleaved({
-        "cached": Run(command, dict(env, MEGAPLUG_NO_CACHE="0")),
-        "scanned": Run(command, dict(env, MEGAPLUG_NO_CACHE="1")),
-    }, repeat)
+    with tempfile.TemporaryDirectory() as scratch:
+        cold = Path(scratch) / "cache"
+        samples = interleaved({
+            "cached": Run(command, dict(env, MEGAPLUG_NO_CACHE="0")),
+            "first after an install": Run(
+                command, dict(env, MEGAPLUG_CACHE_DIR=str(cold)),
+                before=lambda: shutil.rmtree(cold, ignore_errors=True)),
+            "no cache": Run(command, dict(env, MEGAPLUG_NO_CACHE="1")),
+        }, repeat)
     for name, values in samples.items():
-        print(f"  resolve, entry points {name:<8} {stats(values)}")
-    gain = statistics.median(samples["scanned"]) - statistics.median(samples["cached"])
-    print(f"  the cache saves {gain * 1e3:.1f} ms per process")
-    target("entry-point cache saves time per process", f"{gain * 1e3:.1f} ms", gain > 0)
+        print(f"  resolve, {name:<24} {stats(values)}")
+    gain = statistics.median(samples["no cache"]) - statistics.median(samples["cached"])
+    print(f"  the caches save {gain * 1e3:.1f} ms per process")
+    target("the caches save time per process", f"{gain * 1e3:.1f} ms", gain > 0)
 
 
 # -- 7. scaling with synthetic plugins --------------------------------------------------
