@@ -361,7 +361,7 @@ def _listing(options: argparse.Namespace) -> dict[str, Any]:
     from ._discovery import cached
 
     return cached("list", _list_fingerprint(options), lambda: _list_rows(options),
-                  shape=_LISTING_SHAPE, track_imports=True)
+                  shape=_LISTING_SHAPE, track_imports=True, per_key=True)
 
 
 #: What a cached listing must hold to be used; a tampered or foreign file is recomputed.

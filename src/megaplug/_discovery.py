@@ -156,23 +156,23 @@ def forget() -> None:
 
 def code_fingerprint(extra: list[str]) -> str:
     """The part of a code-derived answer's key known before computing it: ``extra``, the
-    installed distributions, and the modification time of the ``sys.path`` directories (a
-    module appearing where an import once failed). :func:`cached` with ``track_imports``
-    adds the rest: the files of the modules the computation imported.
+    installed distributions, every ``sys.path`` entry, and the modification time of each
+    one but the script's directory and the working directory (a module appearing where an
+    import once failed; those two change all the time). :func:`cached` with
+    ``track_imports`` adds the rest: the files of the modules the computation imported.
 
-    The script's directory and the working directory are left out: they change all the
-    time, and differ between ``megaplug``, ``python -m megaplug`` and a training script,
-    which would otherwise take turns overwriting one another's cache. A module imported
-    from them is still in the import closure."""
+    With every entry in the key, ``megaplug``, ``python -m megaplug`` from one directory
+    or another, and a training script each have their own answer (kept side by side, see
+    ``per_key``): a module found through the working directory is found again there."""
     try:
         working = os.getcwd()
     except OSError:  # deleted under us
         working = ""
-    skip = {"", working, sys.path[0] if sys.path else ""}
-    parts = [installed_fingerprint(), *extra]
+    churning = {"", working, sys.path[0] if sys.path else ""}
+    parts = [installed_fingerprint(), working, *extra]
     for entry in sys.path:
-        if isinstance(entry, str) and entry not in skip:
-            parts.append(f"{entry}:{_file_state(entry)}")
+        if isinstance(entry, str):
+            parts.append(entry if entry in churning else f"{entry}:{_file_state(entry)}")
     return _digest(parts)
 
 
@@ -257,17 +257,24 @@ def _read_json(path: str) -> Any:
         return None
 
 
+#: Answers kept side by side per kind with ``per_key`` (the most recently written).
+_KEPT_PER_KIND = 8
+
+
 def cached(kind: str, fingerprint: str | None, compute: Callable[[], Any], *,
            shape: Any = None, track_imports: bool = False,
-           accept: Callable[[Any], bool] | None = None) -> Any:
+           accept: Callable[[Any], bool] | None = None, per_key: bool = False) -> Any:
     """``compute()``'s JSON-able result, reused across processes while ``fingerprint``
     holds, the stored value has ``shape`` and ``accept`` (if given) takes it; with
     ``track_imports``, also while every module file loaded when it was computed is
-    unchanged."""
+    unchanged. With ``per_key``, each fingerprint has its own file (the last few are
+    kept), so processes with different keys do not overwrite one another's answer."""
     path = _cache_path()
     if path is None or fingerprint is None:
         return compute()
     path = path.replace("entry-points-", f"{kind}-")
+    if per_key:
+        path = path.replace(".json", f"-{fingerprint}.json")
     stored = _read_json(path)
     if _still_valid(stored, fingerprint, shape, track_imports) and (
             accept is None or accept(stored["value"])):
@@ -286,6 +293,25 @@ def cached(kind: str, fingerprint: str | None, compute: Callable[[], Any], *,
         with open(temporary, "w", encoding="utf-8") as handle:
             json.dump(record, handle)
         os.replace(temporary, path)
+        if per_key:
+            _prune(os.path.dirname(path), os.path.basename(path)[:-len(f"-{fingerprint}.json")])
     except OSError:
         pass
     return value
+
+
+def _prune(directory: str, prefix: str) -> None:
+    """Keep the ``_KEPT_PER_KIND`` most recently written answers of one kind."""
+    paths = [os.path.join(directory, name) for name in os.listdir(directory)
+             if name.startswith(prefix + "-") and name.endswith(".json")]
+    def written(path: str) -> int:
+        try:
+            return os.stat(path).st_mtime_ns
+        except OSError:
+            return 0
+
+    for stale in sorted(paths, key=written, reverse=True)[_KEPT_PER_KIND:]:
+        try:
+            os.remove(stale)
+        except OSError:
+            pass

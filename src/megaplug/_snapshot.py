@@ -83,7 +83,7 @@ def declare_or_read(kernel: Any, declare: Callable[[], None]) -> None:
 
     # decode() checks every field as it reads it: no separate walk of the shape
     cached("flag-table", key, compute, shape={"table": (dict, None)}, track_imports=True,
-           accept=usable)
+           accept=usable, per_key=True)
     if declared:
         return None
     if not read:

@@ -162,8 +162,8 @@ class Project:
         return json.loads(done.stdout)
 
     def snapshot_file(self) -> Path:
-        (path,) = self.cache.glob("flag-table-*.json")
-        return path
+        """The table written last (one is kept per key)."""
+        return max(self.cache.glob("flag-table-*.json"), key=lambda p: p.stat().st_mtime_ns)
 
 
 @pytest.fixture
@@ -238,3 +238,19 @@ def test_a_tampered_snapshot_is_declared_again_and_never_followed(project, tmp_p
     assert result["options"] == ["megaplug_toysnap.options"]
     stored = json.loads(project.snapshot_file().read_text())["value"]["table"]
     assert _spec_row(stored, "toy_alpha")[5] == {"builtin": "int"}  # rewritten whole
+
+
+def test_each_way_of_starting_python_keeps_its_own_snapshot(project):
+    """``python -c``, ``python -m megaplug`` and a script: different sys.path[0], no thrash."""
+    def module_run() -> list[str]:
+        code = ("import runpy, sys; sys.argv = ['megaplug', 'resolve']; "
+                "runpy.run_module('megaplug', run_name='__main__')")
+        done = subprocess.run([sys.executable, "-X", "importtime", "-c", code],
+                              capture_output=True, text=True, env=project.env, cwd=project.cwd)
+        return [line for line in done.stderr.splitlines() if "megaplug_toysnap.options" in line]
+
+    project.run("resolve")
+    module_run()
+    assert project.run("resolve")["options"] == []
+    assert module_run() == []
+    assert project.run("resolve")["options"] == []

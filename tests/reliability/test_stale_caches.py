@@ -388,8 +388,8 @@ class ListProject:
         return len(self.log.read_text().splitlines())
 
     def cache_file(self) -> Path:
-        (path,) = self.cache.glob("list-*.json")
-        return path
+        """The answer written last (one is kept per key)."""
+        return max(self.cache.glob("list-*.json"), key=lambda p: p.stat().st_mtime_ns)
 
 
 @pytest.fixture
@@ -508,3 +508,48 @@ def test_the_list_cache_records_the_plugins_import_closure(project):
         assert str(project.code / name) in imports
     assert str(project.code / "toy_extra.py") not in imports
     assert any(path.endswith(os.path.join("megaplug", "_kernel.py")) for path in imports)
+
+
+CWD_PLUGIN = textwrap.dedent("""
+    from dataclasses import make_dataclass
+
+    from typing_extensions import Annotated
+
+    from megaplug import Flag, PluginInfo, hookimpl
+
+    megaplug_plugin = PluginInfo(name="cwdplug")
+    CwdOptions = make_dataclass("CwdOptions", [
+        (f"cwd_flag_{n}", Annotated[int, Flag(help="A flag.")], n) for n in range(FLAGS)])
+
+
+    @hookimpl
+    def add_args(flags):
+        flags.add_options(CwdOptions)
+""")
+
+
+def test_a_plugin_module_found_through_the_working_directory_is_keyed_on_it(project):
+    """``python -m megaplug -p NAME`` finds NAME in the working directory: another
+    directory's NAME is another answer, although neither file changed."""
+    answers = {}
+    for place, flags in (("one", 1), ("two", 3), ("one", 1)):
+        directory = project.root / place
+        directory.mkdir(exist_ok=True)
+        if not (directory / "cwdplug.py").exists():
+            (directory / "cwdplug.py").write_text(CWD_PLUGIN.replace("FLAGS", str(flags)))
+            backdate(directory / "cwdplug.py", directory)
+        project.cwd = directory
+        project.env["MEGAPLUG_PLUGINS"] = "cwdplug"
+        answers[place] = project.list()["cwdplug"]["declared_flags"]
+    assert answers == {"one": 1, "two": 3}
+
+
+def test_answers_of_different_keys_are_kept_side_by_side_up_to_a_bound(cache_dir):
+    for key in range(_discovery._KEPT_PER_KIND + 3):
+        assert _discovery.cached("kind", f"key{key}", lambda: {"n": 1}, per_key=True) == {"n": 1}
+        time.sleep(0.002)  # distinct modification times
+    kept = sorted(p.name for p in cache_dir.glob("kind-*.json"))
+    assert len(kept) == _discovery._KEPT_PER_KIND
+    assert not any(name.endswith(("-key0.json", "-key1.json", "-key2.json")) for name in kept)
+    assert _discovery.cached("kind", "key10", lambda: pytest.fail("recomputed"),
+                             per_key=True) == {"n": 1}
