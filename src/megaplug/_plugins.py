@@ -201,20 +201,51 @@ _CALL_ORDER_OPTIONS = ("tryfirst", "trylast", "hookwrapper", "wrapper")
 
 
 class _Manager(pluggy.PluginManager):
-    """pluggy's manager with a cheap first look at module attributes.
+    """pluggy's manager with a cheap first look at a plugin's attributes.
 
     pluggy examines every attribute of a plugin with ``inspect.getattr_static``, which for
-    a plugin module full of imports is most of megaplug's start-up. A module's attribute
-    can only be a hook implementation if it carries megaplug's marker, so the others are
-    skipped at a dictionary lookup; every marked one still goes through pluggy's own
-    checks (and an unknown marked name still fails ``check_pending``).
+    a plugin module full of imports is most of megaplug's start-up (and for a thousand
+    plugin objects, seconds). An attribute can only be a hook implementation if what is
+    stored under its name carries megaplug's marker (on it, or on the function a
+    ``classmethod`` / ``staticmethod`` / bound method wraps), so the others are skipped
+    at a few dictionary lookups; every marked one -- and any name not stored where the
+    first look reaches, such as a slot -- still goes through pluggy's own checks (and an
+    unknown marked name still fails ``check_pending``).
     """
 
     def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
-        if isinstance(plugin, types.ModuleType) and not hasattr(
-                vars(plugin).get(name), "megaplug_impl"):
+        stored = _stored_attribute(plugin, name)
+        if stored is not _NOT_STORED and not _marked(stored):
             return None
         return super().parse_hookimpl_opts(plugin, name)
+
+
+_NOT_STORED = object()
+
+
+def _stored_attribute(plugin: Any, name: str) -> Any:
+    """What ``name`` holds in the plugin's own namespace or its class's, without running
+    a property or ``__getattr__``; ``_NOT_STORED`` when not found there."""
+    if isinstance(plugin, types.ModuleType):
+        return vars(plugin).get(name)
+    try:
+        spaces = [object.__getattribute__(plugin, "__dict__")]
+    except AttributeError:
+        spaces = []
+    spaces += [klass.__dict__ for klass in
+               (plugin if isinstance(plugin, type) else type(plugin)).__mro__]
+    for space in spaces:
+        if name in space:
+            return space[name]
+    return _NOT_STORED
+
+
+def _marked(stored: Any) -> bool:
+    try:
+        return hasattr(stored, "megaplug_impl") or hasattr(
+            getattr(stored, "__func__", None), "megaplug_impl")
+    except Exception:  # noqa: BLE001  (an odd object's __getattr__): let pluggy look
+        return True
 
 
 class PluginSet:
