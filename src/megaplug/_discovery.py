@@ -16,6 +16,7 @@ another fingerprint, or holds a value of the wrong shape is recomputed and rewri
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
@@ -287,16 +288,18 @@ def cached(kind: str, fingerprint: str | None, compute: Callable[[], Any], *,
         if any(state is not None and int(state.split("/")[0]) >= started
                for state in record["imports"].values()):
             return value  # a file changed while it was read: its state may not be the code's
+    # unique across the nodes sharing a home directory, whose process ids may collide
+    temporary = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        temporary = f"{path}.{os.getpid()}.tmp"
         with open(temporary, "w", encoding="utf-8") as handle:
-            json.dump(record, handle)
+            json.dump(record, handle, allow_nan=False)
         os.replace(temporary, path)
         if per_key:
             _prune(os.path.dirname(path), os.path.basename(path)[:-len(f"-{fingerprint}.json")])
-    except OSError:
-        pass
+    except (OSError, TypeError, ValueError):  # unwritable, or a value JSON cannot carry
+        with contextlib.suppress(OSError):
+            os.remove(temporary)
     return value
 
 

@@ -553,3 +553,9 @@ def test_answers_of_different_keys_are_kept_side_by_side_up_to_a_bound(cache_dir
     assert not any(name.endswith(("-key0.json", "-key1.json", "-key2.json")) for name in kept)
     assert _discovery.cached("kind", "key10", lambda: pytest.fail("recomputed"),
                              per_key=True) == {"n": 1}
+
+
+def test_a_value_json_cannot_carry_is_returned_and_not_stored(cache_dir):
+    for value in ({"x": float("nan")}, {"x": object()}):
+        assert _discovery.cached("odd", "key", lambda v=value: v) is value
+    assert not list(cache_dir.glob("odd-*"))  # neither the file nor a temporary one
