@@ -54,28 +54,50 @@ def build_parser(completing: bool = False) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="store_true",
                         help="print megaplug's version and the plugins' (as megaplug list does)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_list(commands)
+    _add_flags(commands)
+    _add_resolve(commands)
+    _add_explain(commands)
+    _add_diff(commands, with_sides=not completing)
+    _add_schema(commands)
+    _add_completion(commands)
+    _add_docs(commands)
+    return parser
 
-    def command(name: str, help: str, **kwargs: Any) -> argparse.ArgumentParser:
-        return commands.add_parser(name, help=help, description=help[:1].upper() + help[1:] + ".",
-                                   formatter_class=argparse.RawDescriptionHelpFormatter,
-                                   **kwargs)
 
-    listing = command("list", "every plugin: status (and why), version, flags, hooks, ordering")
+def _command(commands: Any, name: str, help: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """A subcommand whose description is its help line."""
+    return commands.add_parser(name, help=help, description=help[:1].upper() + help[1:] + ".",
+                               formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
+
+
+def _add_list(commands: Any) -> None:
+    """``megaplug list``."""
+    listing = _command(commands, "list",
+                       "every plugin: status (and why), version, flags, hooks, ordering")
     listing.add_argument("--json", action="store_true", help="print JSON")
     listing.add_argument("--order", action="store_true",
                          help="list in the order the plugins' hooks run (default: by name)")
     _plugin_options(listing)
 
-    flags = command("flags", "every flag with its help line; filter by plugin or a word")
+
+def _add_flags(commands: Any) -> None:
+    """``megaplug flags``."""
+    flags = _command(commands, "flags",
+                     "every flag with its help line; filter by plugin or a word")
     flags.add_argument("word", nargs="?", metavar="WORD",
                        help="only flags whose spelling, setting name or help mentions WORD")
     flags.add_argument("--plugin", metavar="NAME", help="only this plugin's flags")
     flags.add_argument("--json", action="store_true", help="print JSON")
     _plugin_options(flags)
 
-    resolve = command("resolve", "resolve ARGS and print every value",
-                      usage="megaplug resolve [options] [--] ARGS...",
-                      epilog=_TRAINING_FLAGS_EPILOG.format(command="resolve"))
+
+def _add_resolve(commands: Any) -> None:
+    """``megaplug resolve``."""
+    resolve = _command(commands, "resolve",
+                       "resolve ARGS and print every value",
+                       usage="megaplug resolve [options] [--] ARGS...",
+                       epilog=_TRAINING_FLAGS_EPILOG.format(command="resolve"))
     _resolve_options(resolve)
     resolve.add_argument("--format", choices=("json", "yaml"), default="json",
                          help="output format (default: json)")
@@ -87,23 +109,31 @@ def build_parser(completing: bool = False) -> argparse.ArgumentParser:
                             "this resolve with --config)")
     _plugin_options(resolve)
 
-    explain = command("explain", "one setting: owner, type, value, provenance and its problems",
-                      usage="megaplug explain DEST_OR_FLAG [options] [--] ARGS...",
-                      epilog="DEST_OR_FLAG is a setting (ffn_hidden_size) or one of its flags "
-                             "(--ffn-hidden-size).\n"
-                             + _TRAINING_FLAGS_EPILOG.format(command="explain ffn_hidden_size"))
+
+def _add_explain(commands: Any) -> None:
+    """``megaplug explain``."""
+    explain = _command(commands, "explain",
+                       "one setting: owner, type, value, provenance and its problems",
+                       usage="megaplug explain DEST_OR_FLAG [options] [--] ARGS...",
+                       epilog="DEST_OR_FLAG is a setting (ffn_hidden_size) or one of its flags "
+                              "(--ffn-hidden-size).\n"
+                              + _TRAINING_FLAGS_EPILOG.format(command="explain ffn_hidden_size"))
     _resolve_options(explain)
     _plugin_options(explain)
 
-    diff = command("diff", "the settings whose resolved values differ between two runs",
-                   usage="megaplug diff A [B] [options] [--] [ARGS...]",
-                   epilog="A and B are each a config file, a saved `megaplug resolve` output "
-                          "(JSON or YAML) or a\ncheckpoint directory (its saved arguments). "
-                          "With A and B, ARGS are resolved on top of each config\nfile; with "
-                          "A alone, the other side is ARGS: `megaplug diff CHECKPOINT_DIR -- "
-                          "--num-layers 24 ...`\nshows what this command line changes against "
-                          "the checkpoint it resumes from.")
-    if not completing:
+
+def _add_diff(commands: Any, with_sides: bool) -> None:
+    """``megaplug diff``; ``with_sides`` adds its positionals."""
+    diff = _command(commands, "diff",
+                    "the settings whose resolved values differ between two runs",
+                    usage="megaplug diff A [B] [options] [--] [ARGS...]",
+                    epilog="A and B are each a config file, a saved `megaplug resolve` output "
+                           "(JSON or YAML) or a\ncheckpoint directory (its saved arguments). "
+                           "With A and B, ARGS are resolved on top of each config\nfile; with "
+                           "A alone, the other side is ARGS: `megaplug diff CHECKPOINT_DIR -- "
+                           "--num-layers 24 ...`\nshows what this command line changes against "
+                           "the checkpoint it resumes from.")
+    if with_sides:
         diff.add_argument("sides", nargs="+", metavar="A [B]", help="what to compare")
     diff.add_argument("--json", action="store_true", help="print JSON")
     diff.add_argument("--exit-code", action="store_true",
@@ -111,30 +141,41 @@ def build_parser(completing: bool = False) -> argparse.ArgumentParser:
     _resolve_options(diff, config=False)
     _plugin_options(diff)
 
-    schema = command("schema", "a JSON Schema (draft 2020-12) of config files, for editors",
-                     epilog="VS Code (YAML extension) and other editors complete and check a "
-                            "config file that starts with\n  # yaml-language-server: "
-                            "$schema=megaplug.schema.json\nafter `megaplug schema > "
-                            "megaplug.schema.json`.")
+
+def _add_schema(commands: Any) -> None:
+    """``megaplug schema``."""
+    schema = _command(commands, "schema",
+                      "a JSON Schema (draft 2020-12) of config files, for editors",
+                      epilog="VS Code (YAML extension) and other editors complete and check a "
+                             "config file that starts with\n  # yaml-language-server: "
+                             "$schema=megaplug.schema.json\nafter `megaplug schema > "
+                             "megaplug.schema.json`.")
     schema.add_argument("--plugin", metavar="NAME",
                         help="only this plugin's settings (for a file that holds only those)")
     _plugin_options(schema)
 
-    completion = command("completion", "print a shell completion script",
-                         epilog="bash: eval \"$(megaplug completion bash)\" (in ~/.bashrc)\n"
-                                "zsh:  eval \"$(megaplug completion zsh)\" (in ~/.zshrc, after "
-                                "compinit)\nfish: megaplug completion fish > "
-                                "~/.config/fish/completions/megaplug.fish\n"
-                                "The script carries the flags of the plugins installed now; "
-                                "generate it again after installing one.")
+
+def _add_completion(commands: Any) -> None:
+    """``megaplug completion``."""
+    completion = _command(commands, "completion",
+                          "print a shell completion script",
+                          epilog="bash: eval \"$(megaplug completion bash)\" (in ~/.bashrc)\n"
+                                 "zsh:  eval \"$(megaplug completion zsh)\" (in ~/.zshrc, after "
+                                 "compinit)\nfish: megaplug completion fish > "
+                                 "~/.config/fish/completions/megaplug.fish\n"
+                                 "The script carries the flags of the plugins installed now; "
+                                 "generate it again after installing one.")
     completion.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell")
     _plugin_options(completion)
 
-    docs = command("docs", "write the per-plugin flag reference (Markdown)")
+
+def _add_docs(commands: Any) -> None:
+    """``megaplug docs``."""
+    docs = _command(commands, "docs",
+                    "write the per-plugin flag reference (Markdown)")
     docs.add_argument("--out", default="docs/flags", metavar="DIR",
                       help="output directory (default: docs/flags, under the current directory)")
     _plugin_options(docs)
-    return parser
 
 
 def _plugin_options(sub: argparse.ArgumentParser) -> None:

@@ -120,12 +120,7 @@ def validate_args(
     provenance = _provenance_for(values, state, kernel)
     sink = state.problems if state.problems is not None else ProblemSink()
     state.problems = None
-    target_env = _with_preflight_switch(env if target is None or target.environ is None
-                                        else target.environ, preflight)
-    if target is None:
-        target = TargetEnvironment(environ=target_env)
-    else:
-        target = target.with_environ(target_env)  # a copy: the caller may reuse its target
+    target = _target_with_preflight_switch(target, env, preflight)
     if defaults:
         kernel.apply_caller_defaults(defaults, values, provenance, sink)
     draft = Draft(values, provenance, kernel.table, sink, target)
@@ -133,6 +128,15 @@ def validate_args(
         resolved = kernel.finish(draft, sink)
     except _errors.ConfigError as exc:
         raise ConfigError(exc.problems, partial=draft) from None
+    _write_back(args, resolved, state, torch_types)
+    return args
+
+
+def _write_back(args: argparse.Namespace, resolved: Any, state: NamespaceState,
+                torch_types: bool) -> None:
+    """Make ``args`` hold exactly the resolved values (in Megatron's types if asked),
+    remember their provenance and warnings for :func:`provenance` and friends, and print
+    the warnings."""
     final = resolved.to_dict()
     for key in list(vars(args)):
         if key not in final:
@@ -147,7 +151,6 @@ def validate_args(
     if getattr(args, "rank", 0) == 0:
         for warning in resolved.warnings:
             print(f"WARNING: {warning}", file=sys.stderr)
-    return args
 
 
 #: The pre-flight plugin's environment switch, and the values that turn it off.
@@ -162,6 +165,16 @@ def _with_preflight_switch(env: Mapping[str, str], preflight: bool | None) -> di
         value = env.get(PREFLIGHT_SWITCH)
         preflight = value is not None and value.strip().lower() not in _OFF
     return {**env, PREFLIGHT_SWITCH: "1" if preflight else "0"}
+
+
+def _target_with_preflight_switch(target: TargetEnvironment | None, env: Mapping[str, str],
+                                  preflight: bool | None) -> TargetEnvironment:
+    """The target to resolve for, its environment carrying the pre-flight switch; a copy,
+    as the caller may reuse its target."""
+    if target is None:
+        return TargetEnvironment(environ=_with_preflight_switch(env, preflight))
+    base = env if target.environ is None else target.environ
+    return target.with_environ(_with_preflight_switch(base, preflight))
 
 
 def _declared_enum_types(kernel: Kernel) -> list[type]:
@@ -207,15 +220,7 @@ def parse_and_validate_args(
     """
     args = _parse(extra_args_provider, ignore_unknown_args, argv, environ)
     defaults = dict(args_defaults or {})
-    if getattr(args, "use_checkpoint_args", False) or defaults.get("use_checkpoint_args", False):
-        from ._checkpoint_args import load_checkpoint_args
-
-        state = state_of(args)
-        if state is not None and state.problems is not None:
-            load_checkpoint_args(args, state.kernel, state.provenance, state.problems,
-                                 asked_by_caller_only=not getattr(args, "use_checkpoint_args",
-                                                                  False))
-            state.parsed = dict(vars(args))
+    _apply_checkpoint_args(args, defaults)
     validate_args(args, defaults, target=target, environ=environ, torch_types=torch_types,
                   preflight=preflight)
     if register is None:
@@ -224,6 +229,22 @@ def parse_and_validate_args(
     if register:
         _register_globally(args)
     return args
+
+
+def _apply_checkpoint_args(args: argparse.Namespace, defaults: Mapping[str, Any]) -> None:
+    """Overlay the checkpoint's saved arguments when the command line (or, as Megatron's
+    ``args_defaults`` allow, the caller) asks for ``--use-checkpoint-args``."""
+    on_command_line = getattr(args, "use_checkpoint_args", False)
+    if not (on_command_line or defaults.get("use_checkpoint_args", False)):
+        return
+    state = state_of(args)
+    if state is None or state.problems is None:
+        return
+    from ._checkpoint_args import load_checkpoint_args
+
+    load_checkpoint_args(args, state.kernel, state.provenance, state.problems,
+                         asked_by_caller_only=not on_command_line)
+    state.parsed = dict(vars(args))
 
 
 def _register_globally(args: argparse.Namespace) -> None:

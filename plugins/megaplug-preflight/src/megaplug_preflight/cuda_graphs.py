@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
+
 from megaplug import Draft
 
 from . import model_view as view
@@ -84,10 +86,24 @@ def graphs_and_recompute(config: Draft) -> None:
         reject(config, "recomputing moe does not work with a moe_router CUDA graph under "
                        "--cuda-graph-impl transformer_engine",
                flags=(MODULES, "recompute_modules"), hint="drop one of the two")
+    _replayed_randomness(config, lambda module: whole or module in modules, recomputed)
+    if (config.get("gtp_weight_remat_size", 1) > 1 and impl == "local"
+            and (view.fp8_on(config) or view.fp4_on(config))
+            and config.get("moe_shared_expert_intermediate_size") is not None
+            and not config.get("moe_shared_expert_overlap")
+            and (whole or "moe" in modules or "moe_router" in modules)
+            and "shared_experts" in recomputed):
+        reject(config, "GTP with local CUDA graphs capturing shared experts cannot recompute "
+                       "them in FP8/FP4",
+               flags=("recompute_modules", IMPL),
+               hint="drop shared_experts from --recompute-modules, or use --cuda-graph-impl "
+                    "full_iteration")
 
-    def graphed(module: str) -> bool:
-        return whole or module in modules
 
+def _replayed_randomness(config: Draft, graphed: Callable[[str], bool],
+                         recomputed: Collection[str]) -> None:
+    """A graphed module that is also recomputed replays its random numbers: no dropout
+    or jitter in it."""
     if (config.get("attention_dropout") or 0.0) != 0.0 and graphed("attn") \
             and "core_attn" in recomputed:
         reject(config, "attention dropout cannot be replayed by a graphed, recomputed core "
@@ -103,17 +119,6 @@ def graphs_and_recompute(config: Draft) -> None:
         reject(config, "--moe-input-jitter-eps cannot be replayed by a graphed, recomputed MoE",
                flags=("moe_input_jitter_eps", "recompute_modules", MODULES),
                hint="drop --moe-input-jitter-eps, or stop recomputing moe")
-    if (config.get("gtp_weight_remat_size", 1) > 1 and impl == "local"
-            and (view.fp8_on(config) or view.fp4_on(config))
-            and config.get("moe_shared_expert_intermediate_size") is not None
-            and not config.get("moe_shared_expert_overlap")
-            and (whole or "moe" in modules or "moe_router" in modules)
-            and "shared_experts" in recomputed):
-        reject(config, "GTP with local CUDA graphs capturing shared experts cannot recompute "
-                       "them in FP8/FP4",
-               flags=("recompute_modules", IMPL),
-               hint="drop shared_experts from --recompute-modules, or use --cuda-graph-impl "
-                    "full_iteration")
 
 
 def graphs_and_fine_grained_offloading(config: Draft) -> None:

@@ -49,17 +49,22 @@ def inference_optimized_moe(config: Draft) -> None:
                flags=("transformer_impl", "inference_grouped_gemm_backend", "swiglu"),
                hint="use --inference-grouped-gemm-backend torch or vllm")
     if config.get("batch_invariant_mode"):
-        if backend not in ("torch", "vllm"):
-            reject(config, f"--batch-invariant-mode with {impl} MoE needs "
-                           f"--inference-grouped-gemm-backend torch or vllm, got {backend}",
-                   flags=("batch_invariant_mode", "inference_grouped_gemm_backend"),
-                   hint="use --inference-grouped-gemm-backend torch or vllm")
-        dispatcher = config.get("inference_moe_token_dispatcher_type", "nvls")
-        if config.get("expert_model_parallel_size", 1) > 1 and dispatcher != "nvls":
-            reject(config, f"--batch-invariant-mode with {impl} MoE and expert parallelism needs "
-                           f"--inference-moe-token-dispatcher-type nvls, got {dispatcher}",
-                   flags=("batch_invariant_mode", "inference_moe_token_dispatcher_type"),
-                   hint="use --inference-moe-token-dispatcher-type nvls")
+        _batch_invariant_optimized_moe(config, impl, backend)
+
+
+def _batch_invariant_optimized_moe(config: Draft, impl: str, backend: str) -> None:
+    """Batch-invariant inference-optimized MoE: deterministic GEMMs and token dispatch."""
+    if backend not in ("torch", "vllm"):
+        reject(config, f"--batch-invariant-mode with {impl} MoE needs "
+                       f"--inference-grouped-gemm-backend torch or vllm, got {backend}",
+               flags=("batch_invariant_mode", "inference_grouped_gemm_backend"),
+               hint="use --inference-grouped-gemm-backend torch or vllm")
+    dispatcher = config.get("inference_moe_token_dispatcher_type", "nvls")
+    if config.get("expert_model_parallel_size", 1) > 1 and dispatcher != "nvls":
+        reject(config, f"--batch-invariant-mode with {impl} MoE and expert parallelism needs "
+                       f"--inference-moe-token-dispatcher-type nvls, got {dispatcher}",
+               flags=("batch_invariant_mode", "inference_moe_token_dispatcher_type"),
+               hint="use --inference-moe-token-dispatcher-type nvls")
 
 
 def inference_optimized_layers(config: Draft) -> None:
