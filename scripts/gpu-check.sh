@@ -6,7 +6,13 @@
 # exits 1 when anything failed.
 #
 #   MEGATRON_LM=/path/to/Megatron-LM [PYTHON=python3] [ITERS=50] [OUT=DIR] [CKPT_DIR=DIR] \
-#       [RUN_TIMEOUT=SECONDS] bash scripts/gpu-check.sh
+#       [RUN_TIMEOUT=SECONDS] [NPROC=1] [LAYOUT="--tensor-model-parallel-size 2"] \
+#       [RESUME_CHECK=1] bash scripts/gpu-check.sh
+#
+# NPROC ranks per run (torchrun --nproc-per-node), LAYOUT extra flags (the parallel layout);
+# RESUME_CHECK=0 leaves out the cross-resumes (scripts/gpu-multi.sh runs one layout each).
+# DRY_RUN=1 needs neither a GPU nor Megatron-LM: it prints the torchrun command lines and
+# resolves the configuration with megaplug at world size NPROC, as each rank would.
 #
 # Logs and loss tables go to $OUT/gpu-check (default /tmp/gpu-check); checkpoints to
 # $CKPT_DIR, or to a temporary folder removed at the end. RUN_TIMEOUT bounds each training.
@@ -17,11 +23,15 @@
 # (--transformer-impl local; no fused softmax, persistent layer norm or gradient-accumulation
 # kernels).
 set -uo pipefail
-MLM="$(cd "${MEGATRON_LM:?set MEGATRON_LM to a Megatron-LM checkout}" && pwd)" || exit 2
+if [ -z "${DRY_RUN:-}" ]; then
+    MLM="$(cd "${MEGATRON_LM:?set MEGATRON_LM to a Megatron-LM checkout}" && pwd)" || exit 2
+fi
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
 ITERS="${ITERS:-50}"
 RESUME=$((ITERS + 10))
+NPROC="${NPROC:-1}"
+read -r -a LAYOUT_ARGS <<< "${LAYOUT:-}"
 WORK="${OUT:-/tmp}/gpu-check"
 rm -rf "$WORK"; mkdir -p "$WORK"
 if [ -n "${CKPT_DIR:-}" ]; then CKPT="$CKPT_DIR"; mkdir -p "$CKPT"
@@ -47,11 +57,11 @@ MODEL=(--num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 512
        --no-persist-layer-norm
        --log-interval 1 --log-throughput
        --eval-iters 0 --eval-interval 100000 --seed 1234 --ckpt-format torch
-       --save-interval "$ITERS")
+       --save-interval "$ITERS" "${LAYOUT_ARGS[@]}")
 
 train() {  # train NAME SWITCH(megatron|megaplug) EXTRA_ARGS...
     local name="$1" switch="$2"; shift 2
-    local launcher=("$PY" -m torch.distributed.run --standalone --nproc-per-node 1)
+    local launcher=("$PY" -m torch.distributed.run --standalone --nproc-per-node "$NPROC")
     if [ "$switch" = megaplug ]; then launcher+=(-m megaplug.megatron); fi
     if [ -n "${RUN_TIMEOUT:-}" ]; then launcher=(timeout "$RUN_TIMEOUT" "${launcher[@]}"); fi
     local started=$SECONDS
@@ -108,6 +118,34 @@ resumed() {  # resumed LOG: it continued from iteration ITERS (not from scratch)
     [ "$first" = "$((ITERS + 1))" ] && [ "$last" = "$RESUME" ]
 }
 
+if [ -n "${DRY_RUN:-}" ]; then
+    for switch in megatron megaplug; do
+        printf '%s run:' "$switch"
+        printf ' %q' torchrun --standalone --nproc-per-node "$NPROC" \
+            $([ "$switch" = megaplug ] && echo -m megaplug.megatron) pretrain_gpt.py \
+            "${MODEL[@]}" --train-iters "$ITERS"
+        echo
+    done
+    CUDA_DEVICE_MAX_CONNECTIONS=1 WORLD_SIZE="$NPROC" "$PY" -m megaplug resolve \
+        --assume-device-capability 9.0 -- "${MODEL[@]}" --train-iters "$ITERS" \
+        > "$WORK/resolved.json" && record "resolve-at-world-size-$NPROC" PASS \
+        || record "resolve-at-world-size-$NPROC" FAIL
+    "$PY" - "$WORK/resolved.json" <<'PYEOF'
+import json, sys
+try:
+    values = json.load(open(sys.argv[1]))
+except ValueError:
+    sys.exit(0)
+keys = ("world_size", "tensor_model_parallel_size", "pipeline_model_parallel_size",
+        "virtual_pipeline_model_parallel_size", "data_parallel_size", "micro_batch_size",
+        "global_batch_size")
+print("resolved:", ", ".join(f"{key}={values.get(key)}" for key in keys))
+PYEOF
+    echo; echo "== summary"; printf '%s\n' "${RESULTS[@]}"
+    case " ${RESULTS[*]} " in *" FAIL "*) exit 1 ;; esac
+    exit 0
+fi
+
 nvidia-smi -L || true
 "$PY" -c 'import torch, megaplug; print("torch", torch.__version__, "cuda", torch.version.cuda,
 "gpu", torch.cuda.get_device_name(0), "capability", torch.cuda.get_device_capability(0))'
@@ -136,24 +174,26 @@ compare megatron "$WORK/megatron.log" megaplug "$WORK/megaplug.log" "$ITERS" \
 [ "${PIPESTATUS[0]}" -eq 0 ] && record "losses-side-by-side" PASS \
     || record "losses-side-by-side" FAIL
 
-train resume-megaplug-from-megatron megaplug --train-iters "$RESUME" --use-checkpoint-args \
-    --use-checkpoint-opt_param-scheduler \
-    --load "$CKPT/megatron" --save "$CKPT/x1" --save-interval 100000 \
-    && resumed "$WORK/resume-megaplug-from-megatron.log" \
-    && record "megaplug-resumes-megatron-checkpoint" PASS \
-    || record "megaplug-resumes-megatron-checkpoint" FAIL
-train resume-megatron-from-megaplug megatron --train-iters "$RESUME" --use-checkpoint-args \
-    --use-checkpoint-opt_param-scheduler \
-    --load "$CKPT/megaplug" --save "$CKPT/x2" --save-interval 100000 \
-    && resumed "$WORK/resume-megatron-from-megaplug.log" \
-    && record "megatron-resumes-megaplug-checkpoint" PASS \
-    || record "megatron-resumes-megaplug-checkpoint" FAIL
-# Both resumes start from the same state (when the first runs matched) on the same data.
-compare resume-megaplug "$WORK/resume-megaplug-from-megatron.log" \
-    resume-megatron "$WORK/resume-megatron-from-megaplug.log" 10 \
-    | tee "$WORK/resumed-side-by-side.txt"
-[ "${PIPESTATUS[0]}" -eq 0 ] && record "resumed-losses-side-by-side" PASS \
-    || record "resumed-losses-side-by-side" FAIL
+if [ "${RESUME_CHECK:-1}" != 0 ]; then
+    train resume-megaplug-from-megatron megaplug --train-iters "$RESUME" --use-checkpoint-args \
+        --use-checkpoint-opt_param-scheduler \
+        --load "$CKPT/megatron" --save "$CKPT/x1" --save-interval 100000 \
+        && resumed "$WORK/resume-megaplug-from-megatron.log" \
+        && record "megaplug-resumes-megatron-checkpoint" PASS \
+        || record "megaplug-resumes-megatron-checkpoint" FAIL
+    train resume-megatron-from-megaplug megatron --train-iters "$RESUME" --use-checkpoint-args \
+        --use-checkpoint-opt_param-scheduler \
+        --load "$CKPT/megaplug" --save "$CKPT/x2" --save-interval 100000 \
+        && resumed "$WORK/resume-megatron-from-megaplug.log" \
+        && record "megatron-resumes-megaplug-checkpoint" PASS \
+        || record "megatron-resumes-megaplug-checkpoint" FAIL
+    # Both resumes start from the same state (when the first runs matched) on the same data.
+    compare resume-megaplug "$WORK/resume-megaplug-from-megatron.log" \
+        resume-megatron "$WORK/resume-megatron-from-megaplug.log" 10 \
+        | tee "$WORK/resumed-side-by-side.txt"
+    [ "${PIPESTATUS[0]}" -eq 0 ] && record "resumed-losses-side-by-side" PASS \
+        || record "resumed-losses-side-by-side" FAIL
+fi
 
 echo; echo "== summary"
 printf '%s\n' "${RESULTS[@]}"
