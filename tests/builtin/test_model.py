@@ -223,6 +223,25 @@ def test_rope_fusion_is_off_without_rotary_embeddings():
     assert resolve(with_base("--position-embedding-type", "rope")).apply_rope_fusion is True
 
 
+@pytest.mark.parametrize("mtp", [(), ("--mtp-num-layers", "1")])
+def test_hidden_state_mixing_is_turned_off_below_two_mtp_layers(mtp):
+    # Megatron-LM main: "--mtp-hsm needs at least two MTP layers", a warning, then off
+    resolved = resolve(with_base("--position-embedding-type", "rope", "--mtp-hsm", *mtp))
+    assert resolved.mtp_hsm is False
+    assert resolved.source("mtp_hsm").source == "derived"
+    layers = mtp[1] if mtp else "None"
+    assert [w for w in warnings_of(resolved) if "--mtp-hsm" in w] == [
+        f"--mtp-hsm needs at least two MTP layers to mix anything, but --mtp-num-layers is "
+        f"{layers}: hidden-state mixing is turned off"]
+
+
+def test_hidden_state_mixing_stays_on_with_two_mtp_layers():
+    resolved = resolve(with_base("--position-embedding-type", "rope", "--mtp-hsm",
+                                 "--mtp-num-layers", "2"))
+    assert resolved.mtp_hsm is True
+    assert not [w for w in warnings_of(resolved) if "--mtp-hsm" in w]
+
+
 def test_query_key_layer_scaling_forces_softmax_in_fp32():
     assert resolve(BASE).attention_softmax_in_fp32 is False
     assert resolve(with_base("--apply-query-key-layer-scaling")).attention_softmax_in_fp32 is True

@@ -102,8 +102,7 @@ def graphs_and_recompute(config: Draft) -> None:
 
 def _replayed_randomness(config: Draft, graphed: Callable[[str], bool],
                          recomputed: Collection[str]) -> None:
-    """A graphed module that is also recomputed replays its random numbers: no dropout
-    or jitter in it."""
+    """Graphed, recomputed modules replay their random numbers: no dropout or jitter in them."""
     if (config.get("attention_dropout") or 0.0) != 0.0 and graphed("attn") \
             and "core_attn" in recomputed:
         reject(config, "attention dropout cannot be replayed by a graphed, recomputed core "

@@ -29,6 +29,19 @@ def check_early_mtp_position_embedding(config: Draft) -> None:
             hint="use --position-embedding-type rope or none, or drop the MTP layers")
 
 
+def disable_hidden_state_mixing_below_two_mtp_layers(config: Draft) -> None:
+    """Hidden-state mixing needs two MTP layers; below that it is turned off, with a warning.
+
+    There is nothing to mix, and Megatron turns it off rather than refusing."""
+    layers = config.mtp_num_layers
+    if not config.mtp_hsm or (layers and layers >= 2):
+        return
+    config.warn(f"--mtp-hsm needs at least two MTP layers to mix anything, but "
+                f"--mtp-num-layers is {layers}: hidden-state mixing is turned off",
+                flags=("mtp_hsm", "mtp_num_layers"))
+    config.set("mtp_hsm", False, reason="fewer than two MTP layers", inputs=("mtp_num_layers",))
+
+
 def derive_layer_counts(config: Draft) -> None:
     """``--num-layers`` and ``--encoder-num-layers`` name the same count; fill the missing one."""
     num_layers, encoder = config.num_layers, config.encoder_num_layers
@@ -130,6 +143,7 @@ def _set_foreign(config: Draft, dest: str, value: Any, reason: str,
 
 DERIVATIONS: tuple[Callable[[Draft], None], ...] = (
     check_early_mtp_position_embedding,
+    disable_hidden_state_mixing_below_two_mtp_layers,
     derive_layer_counts,
     derive_ffn_hidden_size,
     derive_kv_channels,
