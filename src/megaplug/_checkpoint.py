@@ -44,23 +44,50 @@ class CheckpointArgsError(ValueError):
     """The checkpoint's saved arguments cannot be found or safely read."""
 
 
+#: A tracker holds an iteration number or ``release``: a few bytes.
+MAX_TRACKER_BYTES = 4096
+#: Iteration directories are ``iter_%07d``; no run reaches 10**18 iterations.
+MAX_ITERATION_DIGITS = 18
+#: The first bytes of the two formats ``torch.save`` writes: a zip archive (torch >= 1.6)
+#: and the legacy pickle stream (protocol 2, which the legacy format always uses).
+_CHECKPOINT_MAGIC = (b"PK\x03\x04", b"\x80\x02")
+
+
 def checkpoint_file(load_dir: str | os.PathLike[str]) -> Path:
-    """The file holding the saved arguments for the latest iteration in ``load_dir``."""
+    """The file holding the saved arguments for the latest iteration in ``load_dir``.
+
+    The tracker is read as an untrusted file (regular, a few bytes, never blocking); what
+    it holds must be ASCII digits or ``release``, as Megatron writes it.
+    """
     from pathlib import Path
+
+    from ._files import UntrustedInputError, read_regular_file
 
     directory = Path(load_dir)
     tracker = directory / TRACKER_FILENAME
-    try:
-        marker = tracker.read_text().strip()
-    except OSError:
+    if not os.path.lexists(tracker):
         raise CheckpointArgsError(
-            f"no checkpoint found: {tracker} does not exist or cannot be read") from None
+            f"no checkpoint found: {tracker} does not exist or cannot be read")
+    try:
+        data = read_regular_file(tracker, "checkpoint tracker", MAX_TRACKER_BYTES)
+    except UntrustedInputError as exc:
+        raise CheckpointArgsError(f"no checkpoint found: {exc}") from None
+    try:
+        marker = data.decode("ascii").strip()
+    except UnicodeDecodeError:
+        raise CheckpointArgsError(f"{tracker} holds bytes that are not ASCII text, not an "
+                                  "iteration number or 'release'") from None
     if marker == "release":
         iteration_dir = directory / "release"
-    elif marker.isdigit():
+    elif marker.isdigit() and len(marker) <= MAX_ITERATION_DIGITS:
         iteration_dir = directory / f"iter_{int(marker):07d}"
+    elif marker.isdigit():
+        raise CheckpointArgsError(f"{tracker} holds a {len(marker)}-digit number; an "
+                                  f"iteration number has at most {MAX_ITERATION_DIGITS}")
     else:
-        raise CheckpointArgsError(f"{tracker} holds {marker!r}, not an iteration number")
+        shown = marker if len(marker) <= 40 else marker[:40] + "..."
+        raise CheckpointArgsError(f"{tracker} holds {shown!r}, not an iteration number "
+                                  "or 'release'")
     for candidate in (iteration_dir / "mp_rank_00" / "model_optim_rng.pt",
                       iteration_dir / "mp_rank_00_000" / "model_optim_rng.pt",
                       iteration_dir / "common.pt"):
@@ -76,33 +103,73 @@ def load_saved_state(path: Path, allowed: Iterable[type]) -> dict[str, Any]:
     Besides ``allowed``: ``signal.Signals`` (``exit_signal``), and for each allowed enum
     that stands in for a Megatron class (``__megatron_type__``), that class's name read as
     the stand-in -- a checkpoint saved by Megatron loads without megatron.core installed.
+    Only a regular file is opened; one that is empty, or is neither of torch's formats,
+    or that torch cannot read through is reported as corrupt, apart from one that holds
+    objects outside the allow-list.
     """
     import argparse
     import signal
 
     import torch
 
+    from ._files import UntrustedInputError, open_regular_file
+
     allowed = list(allowed)
     safe: list[Any] = [argparse.Namespace, signal.Signals, *allowed]
     safe += [(cls, cls.__megatron_type__.replace(":", ".")) for cls in allowed
              if isinstance(getattr(cls, "__megatron_type__", None), str)]
+    try:
+        handle = open_regular_file(path, "checkpoint file")
+    except UntrustedInputError as exc:
+        raise CheckpointArgsError(str(exc)) from None
     # safe_globals() drops the listed types from torch's process-wide allow-list on exit,
     # even those registered before (megatron.core registers Namespace): restore the list.
     registered = list(torch.serialization.get_safe_globals())
-    try:
-        with torch.serialization.safe_globals(safe):
-            state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # torch raises UnpicklingError / RuntimeError variants
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CheckpointArgsError(
-            f"refusing to read {path}: it contains objects outside the allow-list of "
-            f"checkpoint types ({message})") from None
-    finally:
-        torch.serialization.clear_safe_globals()
-        torch.serialization.add_safe_globals(registered)
+    with handle:
+        _check_format(path, handle)
+        try:
+            with torch.serialization.safe_globals(safe):
+                state = torch.load(handle, map_location="cpu", weights_only=True)
+        except Exception as exc:  # torch raises UnpicklingError / RuntimeError variants
+            raise _load_error(path, exc) from None
+        finally:
+            torch.serialization.clear_safe_globals()
+            torch.serialization.add_safe_globals(registered)
     if not isinstance(state, dict) or not isinstance(state.get("args"), argparse.Namespace):
         raise CheckpointArgsError(f"{path} does not hold saved arguments ('args')")
     return state
+
+
+def _check_format(path: Path, handle: Any) -> None:
+    """Refuse a file that is empty or neither of ``torch.save``'s formats, before torch
+    tries it (its errors for those read like a refused type)."""
+    start = handle.read(4)
+    handle.seek(0)
+    if not start:
+        raise CheckpointArgsError(f"cannot read {path}: the file is empty (a checkpoint "
+                                  "whose writing was cut short?)")
+    if not start.startswith(_CHECKPOINT_MAGIC):
+        raise CheckpointArgsError(f"cannot read {path}: it is not a checkpoint torch.save "
+                                  "wrote (neither a zip archive nor a pickle); the file is "
+                                  "corrupt or of another kind")
+
+
+def _load_error(path: Path, exc: Exception) -> CheckpointArgsError:
+    """The error for a failed ``torch.load``: a refused type is named as such; anything
+    else (a truncated archive, a damaged pickle) means the file is corrupt."""
+    text = str(exc).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    # torch names a refused class or function "Unsupported global: GLOBAL x.y" or
+    # "unsupported GLOBAL x.y whose module x is blocked"; a bad opcode is damage
+    detail = next((line for line in lines if "global" in line.lower()
+                   and "unsupported" in line.lower()), None)
+    if detail is not None:
+        return CheckpointArgsError(
+            f"refusing to read {path}: it contains objects outside the allow-list of "
+            f"checkpoint types ({detail})")
+    shown = next((line for line in lines if "Unsupported" in line), lines[0] if lines else "")
+    return CheckpointArgsError(f"cannot read {path}: the file is corrupt or truncated "
+                               f"({type(exc).__name__}{': ' + shown if shown else ''})")
 
 
 def enum_types(values: Iterable[Any]) -> list[type]:

@@ -592,22 +592,25 @@ def target_from(options: argparse.Namespace) -> Any:
 
 
 def defaults_from(options: argparse.Namespace) -> dict[str, Any]:
-    """``--defaults`` as a mapping (a JSON object, or ``@file`` holding one)."""
+    """``--defaults`` as a mapping (a JSON object, or ``@file`` holding one), read with the
+    guards of config files: a regular file of sane size, UTF-8, no repeated key, no
+    integer too long to handle, no nesting too deep."""
+    from ._files import UntrustedInputError, parse_json, read_text_file
+
     text = options.defaults
     if not text:
         return {}
-    if text.startswith("@"):
-        try:
-            with open(text[1:], encoding="utf-8") as handle:
-                text = handle.read()
-        except OSError as exc:
-            raise UsageError(f"--defaults: cannot read {text[1:]}: {exc.strerror}") from None
+    where = "--defaults"
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"--defaults is not valid JSON: {exc}") from None
+        if text.startswith("@"):
+            where = f"--defaults file {text[1:]}"
+            text = read_text_file(text[1:], "--defaults file")
+        value = parse_json(text, where)
+    except UntrustedInputError as exc:
+        raise UsageError(f"megaplug: {exc}") from None
     if not isinstance(value, dict):
-        raise UsageError("--defaults must be a JSON object")
+        raise UsageError(f"megaplug: {where} must hold a JSON object, not "
+                         f"{type(value).__name__}")
     return value
 
 

@@ -40,11 +40,14 @@ class Problem(FrozenRecord):
 class ConfigError(Exception):
     """Raised once per resolve with every problem that was found.
 
-    ``problems`` is never empty. ``str(error)`` lists them one per line.
+    ``problems`` is never empty. ``str(error)`` lists them one per line. ``warnings`` are
+    the warnings the same resolve raised (a checkpoint that was skipped, a deprecated flag):
+    a failed resolve must not hide them.
     """
 
-    def __init__(self, problems: Iterable[Problem]) -> None:
+    def __init__(self, problems: Iterable[Problem], warnings: Iterable[Problem] = ()) -> None:
         self.problems: tuple[Problem, ...] = tuple(problems)
+        self.warnings: tuple[Problem, ...] = tuple(warnings)
         count = len(self.problems)
         super().__init__("\n".join([f"{count} problem{'s' if count != 1 else ''} in the "
                                     "configuration:", *(f"  - {p}" for p in self.problems)]))

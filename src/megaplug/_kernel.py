@@ -346,7 +346,7 @@ class Kernel:
             sink.problems[parse_problems:] = [p for p in sink.problems[parse_problems:]
                                               if not self._knock_on(p, sink.doubtful)]
         if sink.problems:
-            raise ConfigError(_first_of_each(sink.problems))
+            raise ConfigError(_first_of_each(sink.problems), sink.warnings)
         return Resolved(draft._values, draft._provenance, self.table, sink.warnings,
                         [record.name for record in order])
 

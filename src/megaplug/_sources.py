@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Sequence
 
@@ -31,55 +30,34 @@ def _expanded_size(data: Any, seen: dict[int, int]) -> int:
 def load_config_file(path: str) -> dict[str, Any]:
     """Read a YAML or JSON mapping of settings.
 
-    YAML goes through ``yaml.safe_load``: tags such as ``!!python/object`` are refused,
-    never constructed. JSON is chosen by the ``.json`` suffix. Files nested too deeply or
-    expanding (through YAML aliases) to more than :data:`MAX_VALUES` values are refused.
+    JSON is chosen by the ``.json`` suffix; YAML is read with the 1.2 core schema and
+    ``yaml.safe_load``'s safety (tags such as ``!!python/object`` are refused, never
+    constructed). Only a regular file of sane size is read (see :mod:`megaplug._files`);
+    a repeated key, an integer too long to handle, nesting too deep, or (through YAML
+    aliases) more than :data:`MAX_VALUES` values are refused.
     """
+    from ._files import UntrustedInputError, parse_json, parse_yaml, read_text_file
+
+    where = f"config file {path}"
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as exc:
-        raise ConfigFileError(f"cannot read config file {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigFileError(f"config file {path} is not UTF-8 text ({exc.reason} at byte "
-                              f"{exc.start})") from None
-    try:
-        data = _parse_json(path, text) if path.endswith(".json") else _parse_yaml(path, text)
+        text = read_text_file(path, "config file")
+        data = parse_json(text, where) if path.endswith(".json") else parse_yaml(text, where)
         too_big = data is not None and _expanded_size(data, {}) > MAX_VALUES
+    except UntrustedInputError as exc:
+        raise ConfigFileError(str(exc)) from None
     except RecursionError:
-        raise ConfigFileError(f"config file {path} is nested too deeply") from None
+        raise ConfigFileError(f"{where} is nested too deeply") from None
     if data is None:
         return {}
     if too_big:
         raise ConfigFileError(
-            f"config file {path} expands to more than {MAX_VALUES} values (through YAML "
+            f"{where} expands to more than {MAX_VALUES} values (through YAML "
             "anchors and aliases?); a settings file never needs that many")
     if not isinstance(data, dict):
         raise ConfigFileError(
-            f"config file {path} must hold a mapping of settings, not {type(data).__name__}"
+            f"{where} must hold a mapping of settings, not {type(data).__name__}"
         )
     return data
-
-
-def _parse_json(path: str, text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigFileError(f"config file {path} is not valid JSON: {exc}") from None
-
-
-def _parse_yaml(path: str, text: str) -> Any:
-    import yaml
-
-    try:
-        return yaml.safe_load(text)
-    except yaml.constructor.ConstructorError as exc:
-        raise ConfigFileError(
-            f"config file {path} uses a YAML tag megaplug will not construct "
-            f"({exc.problem}); only plain values, lists and mappings are allowed"
-        ) from None
-    except yaml.YAMLError as exc:
-        raise ConfigFileError(f"config file {path} is not valid YAML: {exc}") from None
 
 
 def take_config_files(argv: Sequence[str]) -> tuple[list[str], list[str]]:

@@ -261,4 +261,5 @@ def test_a_truncated_checkpoint_file_is_a_clear_problem(tmp_path: Path) -> None:
     path.write_bytes(path.read_bytes()[:100])
     with pytest.raises(megaplug.ConfigError) as info:
         _resume(tmp_path / "ckpt")
-    assert any("refusing to read" in p.message for p in info.value.problems)
+    assert any("corrupt or truncated" in p.message for p in info.value.problems), info.value
+    assert not any("allow-list" in p.message for p in info.value.problems)

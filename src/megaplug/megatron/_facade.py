@@ -39,8 +39,9 @@ class ConfigError(_errors.ConfigError, AssertionError):
     before validation.
     """
 
-    def __init__(self, problems: Any, partial: Draft | None = None) -> None:
-        super().__init__(problems)
+    def __init__(self, problems: Any, partial: Draft | None = None,
+                 warnings: Any = ()) -> None:
+        super().__init__(problems, warnings)
         self.partial = partial
 
 
@@ -127,7 +128,8 @@ def validate_args(
     try:
         resolved = kernel.finish(draft, sink)
     except _errors.ConfigError as exc:
-        raise ConfigError(exc.problems, partial=draft) from None
+        _print_warnings(args, exc.warnings)  # a skipped checkpoint matters most on failure
+        raise ConfigError(exc.problems, partial=draft, warnings=exc.warnings) from None
     _write_back(args, resolved, state, torch_types)
     return args
 
@@ -147,9 +149,14 @@ def _write_back(args: argparse.Namespace, resolved: Any, state: NamespaceState,
     state.warnings = list(resolved.warnings)
     state.parsed = dict(vars(args))
     remember(args, state)
-    # Megatron prints its warnings on rank 0; so does the facade, on stderr.
+    _print_warnings(args, resolved.warnings)
+
+
+def _print_warnings(args: argparse.Namespace, warnings: Sequence[Problem]) -> None:
+    """Megatron prints its warnings on rank 0 as it validates, whether or not validation
+    then fails; so does the facade, on stderr."""
     if getattr(args, "rank", 0) == 0:
-        for warning in resolved.warnings:
+        for warning in warnings:
             print(f"WARNING: {warning}", file=sys.stderr)
 
 

@@ -9,7 +9,6 @@ so a hostile pattern cannot run code or exhaust memory.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from .._patterns import parse_pattern
@@ -73,11 +72,12 @@ def validate_model_config_args_from_heterogeneous_config(args: argparse.Namespac
     encoded = getattr(args, "heterogeneous_layers_config_encoded_json", None)
     if path is None and encoded is None:
         return
-    if encoded is None:
-        from pathlib import Path  # here only: pathlib (and urllib.parse) cost every process
+    from .._files import parse_json, read_text_file  # their errors are ValueErrors
 
-        encoded = args.heterogeneous_layers_config_encoded_json = Path(path).read_text()
-    config = json.loads(encoded)
+    if encoded is None:
+        encoded = args.heterogeneous_layers_config_encoded_json = read_text_file(
+            path, "heterogeneous layers config")
+    config = parse_json(encoded, "the heterogeneous layers config")
     if config["hidden_act"] != "silu":
         raise ValueError(f"hidden_act in heterogeneous config is {config['hidden_act']}, "
                          "should be silu")

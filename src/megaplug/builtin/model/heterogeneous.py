@@ -8,7 +8,6 @@ JSON is already given) and reports every flag that differs.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from megaplug import Draft
@@ -25,12 +24,13 @@ def load_heterogeneous_config(config: Draft) -> None:
     path = config[PATH]
     if config[ENCODED] is not None or path is None:
         return
+    from megaplug._files import UntrustedInputError, read_text_file
+
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as exc:
+        text = read_text_file(path, "heterogeneous layers config")
+    except UntrustedInputError as exc:
         config.error(f"--heterogeneous-layers-config-path {path}: cannot read the file "
-                     f"({exc.strerror or exc})", flags=(PATH,),
+                     f"({exc})", flags=(PATH,),
                      hint="give the path of an existing JSON file")
         return
     config.set(ENCODED, text, reason=f"read from {path}", inputs=(PATH,))
@@ -58,11 +58,13 @@ def check_against_heterogeneous_config(config: Draft) -> None:
 def _expected_flags(config: Draft, text: str) -> dict[str, Any] | None:
     """The flag values the config implies, or None after reporting why it is unusable."""
     where = config.spelling(PATH if config[PATH] is not None else ENCODED)
+    from megaplug._files import UntrustedInputError, parse_json
+
     try:
-        hf = json.loads(text)
+        hf = parse_json(text, "the heterogeneous layers config")
         if not isinstance(hf, dict):
-            raise ValueError("the top level is not an object")
-    except ValueError as exc:
+            raise UntrustedInputError("the top level is not an object")
+    except UntrustedInputError as exc:
         config.error(f"{where}: not valid JSON ({exc})", flags=(where,),
                      hint="give a HuggingFace-style config.json object")
         return None
