@@ -568,26 +568,27 @@ def _flag_line(row: dict[str, Any]) -> str:
 # -- resolve / explain -----------------------------------------------------------------
 
 def target_from(options: argparse.Namespace) -> Any:
-    """The target environment ``--assume`` / ``--assume-device-capability`` describe."""
-    from ._target import TargetEnvironment
+    """The target environment ``--assume`` / ``--assume-device-capability`` describe; every
+    malformed one is named in one usage error."""
+    from ._target import TargetEnvironment, parse_assumed_capability, parse_assumed_package
 
     packages: dict[str, str | None] = {}
+    mistakes: list[str] = []
     for item in options.assume:
-        name, sep, version = item.partition("=")
-        if not sep or not name:
-            raise UsageError(f"--assume expects NAME=VERSION, got {item!r}")
-        packages[name] = None if version.lower() in ("none", "") else version
+        try:
+            name, version = parse_assumed_package(item)
+        except ValueError as exc:
+            mistakes.append(str(exc))
+            continue
+        packages[name] = version
     target = TargetEnvironment(packages=packages, environ=os.environ)
-    capability = options.assume_device_capability
-    if capability is not None:
-        if capability.lower() == "none":
-            target.device_capability = None
-        else:
-            major, _, minor = capability.partition(".")
-            if not major.isdigit() or (minor and not minor.isdigit()):
-                raise UsageError("--assume-device-capability expects MAJOR.MINOR, "
-                                 f"got {capability!r}")
-            target.device_capability = (int(major), int(minor or 0))
+    if options.assume_device_capability is not None:
+        try:
+            target.device_capability = parse_assumed_capability(options.assume_device_capability)
+        except ValueError as exc:
+            mistakes.append(str(exc))
+    if mistakes:
+        raise UsageError("\n".join(f"megaplug: {mistake}" for mistake in mistakes))
     return target
 
 

@@ -10,7 +10,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from ._config import Draft, Provenance, ReadOnlyError, Resolved
 from ._errors import ConfigError, PluginError, Problem, ProblemSink
 from ._options import FlagSpec, choice_name
-from ._plugins import ACTIVE, BLOCKED, BROKEN, UNAVAILABLE, PluginRecord, PluginSet
+from ._plugins import (ACTIVE, BLOCKED, BROKEN, UNAVAILABLE, PluginRecord, PluginSet,
+                       describe_failure)
 from ._registry import FlagDeclarations, FlagTable
 from ._rules import RuleStep
 from ._sources import ConfigFileError, load_config_file
@@ -36,6 +37,8 @@ class Kernel:
             f"plugin {r.name!r} ({r.where()}) is broken: {r.reason}", plugin=r.name,
             hint=f"fix or uninstall it, or block it with -p no:{r.name}")
             for r in plugins.records.values() if r.status == BROKEN]
+        self.setup_problems += [Problem(message, hint=hint)
+                                for message, hint in plugins.selection_problems]
         #: Option strings of inactive plugins, to name them when one is used.
         self.inactive_flags: dict[str, PluginRecord] = {}
         #: The flag specs an inactive plugin would declare, by plugin (``megaplug flags``).
@@ -94,9 +97,9 @@ class Kernel:
             record.status, record.reason = BROKEN, str(exc)
             self.setup_problems.append(Problem(str(exc), plugin=record.name,
                                                hint="block one of them with -p no:NAME"))
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # sys.exit() in a plugin must not end megaplug
             record.status = BROKEN
-            record.reason = f"add_args raised {type(exc).__name__}: {exc}"
+            record.reason = f"add_args raised {describe_failure(exc)}"
             self.setup_problems.append(Problem(
                 f"plugin {record.name!r} ({record.where()}) raised {type(exc).__name__} in "
                 f"add_args: {exc}", plugin=record.name,
@@ -113,7 +116,7 @@ class Kernel:
         shadow = FlagTable()
         try:
             function(FlagDeclarations(shadow, record.name))  # type: ignore[misc]
-        except Exception:
+        except (Exception, SystemExit):
             return
         self.inactive_specs.setdefault(record.name, list(shadow))
         for option in shadow.by_option:
@@ -300,7 +303,7 @@ class Kernel:
         loader, record.loader = record.loader, None
         try:
             self._learn_flags_of(record, loader())
-        except Exception:  # a blocked plugin that fails even to import is simply skipped
+        except (Exception, SystemExit):  # a blocked plugin that fails even to import is simply skipped
             pass
 
     def _check_mutex(self, provenance: dict[str, Provenance], sink: ProblemSink) -> None:
@@ -367,7 +370,7 @@ class Kernel:
                     sink.add(problem)
         except ReadOnlyError as exc:
             sink.error(str(exc), hint="move the change to a derive or normalize hook")
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             sink.error(f"plugin {record.name!r} ({record.where()}) raised {type(exc).__name__} "
                        f"in {phase}{f' rule {step.name}' if step.name else ''}: {exc}",
                        hint=f"this is a bug in the plugin; block it with -p no:{record.name}")

@@ -6,6 +6,7 @@ import enum
 import heapq
 import importlib
 import os
+import re
 import time
 import types
 from typing import Any, Iterable, Sequence
@@ -133,23 +134,61 @@ class PluginRecord(MutableRecord):
 
 
 class PluginSelection(MutableRecord):
-    """Which plugins to load beyond the built-ins, and which to block."""
+    """Which plugins to load beyond the built-ins, and which to block.
 
-    __slots__ = ("load", "block", "autoload")
+    ``MEGAPLUG_PLUGINS`` and ``MEGAPLUG_DISABLE`` hold plugin names separated by commas
+    (spaces around a name are ignored); ``-p NAME`` / ``-p no:NAME`` give one each. A
+    name is an entry point's or a module's (``[\\w.-]+``, matched exactly). An entry that
+    is not a name -- ``*``, ``moe;mla``, ``no:moe`` in ``MEGAPLUG_DISABLE`` -- is kept in
+    ``problems`` (a message and a hint each), and so, once the plugins are found, is a
+    blocked name no plugin has (:meth:`PluginSet.selection_problems`): a block that blocks
+    nothing must not pass silently.
+    """
+
+    __slots__ = ("load", "block", "autoload", "problems")
 
     def __init__(self, load: Iterable[str] = (), block: Iterable[str] = (),
                  autoload: bool = True) -> None:
         self.load: list[str] = list(load)
         self.block: set[str] = set(block)
         self.autoload = autoload
+        self.problems: list[tuple[str, str]] = []
 
     @classmethod
     def from_environment(cls, environ: Any = None) -> PluginSelection:
         env = os.environ if environ is None else environ
-        selection = cls(_split_names(env.get("MEGAPLUG_PLUGINS", "")),
-                        _split_names(env.get("MEGAPLUG_DISABLE", "")))
+        selection = cls()
+        selection.load = selection._names(env.get("MEGAPLUG_PLUGINS", ""), "MEGAPLUG_PLUGINS")
+        selection.block = set(selection._names(env.get("MEGAPLUG_DISABLE", ""),
+                                               "MEGAPLUG_DISABLE"))
         selection.autoload = env.get("MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD", "").strip() in ("", "0")
         return selection
+
+    def _names(self, text: str, variable: str) -> list[str]:
+        """The names in a comma-separated variable (empty entries are skipped)."""
+        entries = (entry.strip() for entry in text.split(","))
+        return [entry for entry in entries if entry and self._checked(entry, variable)]
+
+    def _checked(self, entry: str, where: str) -> bool:
+        """Whether ``entry`` is a plugin name; if it is not, why not is added to
+        ``problems``."""
+        if _PLUGIN_NAME.match(entry):
+            return True
+        shown = f"{where} entry {entry!r}" if where.isupper() else f"{where}{entry}"
+        if entry.startswith("no:") and where == "MEGAPLUG_DISABLE":
+            reason, hint = ("MEGAPLUG_DISABLE takes plain names (everything it lists is "
+                            "blocked)", f"write MEGAPLUG_DISABLE={entry[3:]}")
+        elif entry.startswith("no:"):
+            reason, hint = "not a plugin name", f"block a plugin with -p no:{entry[3:]}"
+        elif "*" in entry or "?" in entry:
+            reason, hint = ("a pattern; plugins are named one by one",
+                            "MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD=1 (or --no-autoload) leaves out "
+                            "every installed plugin; megaplug list names them")
+        else:
+            reason, hint = ("not a plugin name", "separate names with commas, e.g. "
+                            "MEGAPLUG_DISABLE=moe,mla; megaplug list names the plugins")
+        self.problems.append((f"{shown}: {reason}", hint))
+        return False
 
     def take_from_argv(self, argv: Sequence[str]) -> list[str]:
         """Consume ``-p NAME`` / ``-p no:NAME`` / ``--no-autoload`` tokens; return the rest."""
@@ -174,13 +213,22 @@ class PluginSelection(MutableRecord):
 
     def _apply(self, name: str) -> None:
         if name.startswith("no:"):
-            self.block.add(name[3:])
-        else:
+            if self._checked(name[3:], "-p no:"):
+                self.block.add(name[3:])
+        elif self._checked(name, "-p "):
             self.load.append(name)
 
 
-def _split_names(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
+#: A plugin name: an entry point's name (``[\w.-]+`` by the entry-point spec) or a module's.
+_PLUGIN_NAME = re.compile(r"^[\w.-]+$")
+
+
+def describe_failure(exc: BaseException) -> str:
+    """What went wrong in a plugin's code, for its record or problem: the exception, or the
+    ``sys.exit()`` it called."""
+    if isinstance(exc, SystemExit):
+        return f"it called sys.exit({exc.code!r}), which megaplug does not let end the process"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _entry_points() -> list[Any]:
@@ -277,6 +325,8 @@ class PluginSet:
         for item in extra:
             self._load_object(item, source="extra")
         self.order = self._resolve_order()
+        #: Malformed entries of the selection and blocked names no plugin has: (message, hint).
+        self.selection_problems = self._selection_problems()
         #: Seconds spent finding, importing and ordering plugins.
         self.discovery_seconds = time.perf_counter() - started
 
@@ -300,9 +350,11 @@ class PluginSet:
         elif entry_point.name not in self.records:
             try:
                 module = entry_point.load()
-            except Exception as exc:  # a broken third-party plugin must not take megaplug down
+            # a broken third-party plugin must not take megaplug down, nor may one that calls
+            # sys.exit() as it loads (os._exit() cannot be caught: it ends the process)
+            except (Exception, SystemExit) as exc:
                 self._add(PluginRecord(entry_point.name, BROKEN, source,
-                                       f"import failed: {type(exc).__name__}: {exc}", **facts))
+                                       f"import failed: {describe_failure(exc)}", **facts))
                 return
             self._register(module, source, entry_point.name, **facts)
 
@@ -314,9 +366,9 @@ class PluginSet:
                 return self._add(PluginRecord(name, BLOCKED, source, _BLOCKED, loader=loader))
             try:
                 item = importlib.import_module(item)
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:
                 return self._add(PluginRecord(name, BROKEN, source, f"import of {item} "
-                                              f"failed: {type(exc).__name__}: {exc}"))
+                                              f"failed: {describe_failure(exc)}"))
         facts = dict(distribution="megaplug", version=__version__) if source == "builtin" else {}
         self._register(item, source, getattr(item, "__name__", repr(item)), **facts)
 
@@ -370,6 +422,27 @@ class PluginSet:
 
     def _add(self, record: PluginRecord) -> None:
         self.records.setdefault(record.name, record)
+
+    def _selection_problems(self) -> list[tuple[str, str]]:
+        found = list(self.selection.problems)
+        known = {*self.records, *BUILTIN_PLUGINS, *self.selection.load}
+        unknown = self.selection.block - known
+        if unknown and not self.selection.autoload:  # blocking an entry point not loaded
+            unknown -= {entry_point.name for entry_point in _entry_points()}
+        for name in sorted(unknown):
+            same_but_case = [known_name for known_name in sorted(self.records)
+                             if known_name.lower() == name.lower()]
+            if same_but_case:
+                hint = f"did you mean {same_but_case[0]}? Plugin names are matched exactly"
+            else:
+                import difflib  # only a misspelt name pays for it
+
+                near = difflib.get_close_matches(name, sorted(self.records), n=1, cutoff=0.6)
+                hint = (f"did you mean {near[0]}?" if near
+                        else "megaplug list names the installed plugins")
+            found.append((f"cannot block plugin {name!r} (-p no: / MEGAPLUG_DISABLE): no "
+                          "installed plugin has that name, so nothing was blocked", hint))
+        return found
 
     # -- ordering --------------------------------------------------------------------
 

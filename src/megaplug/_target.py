@@ -41,6 +41,67 @@ def parse_version(text: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
+#: A version as ``--assume`` takes it: PEP 440's public form and an optional local part
+#: (``2.17.1``, ``2.7.0.dev0``, ``1.0rc1``, ``2.17.1+cu12``), without epoch or ``v``.
+_VERSION = re.compile(
+    r"^\d+(?:\.\d+)*"
+    r"(?:[-_.]?(?:a|b|c|rc|alpha|beta|pre|preview)[-_.]?\d*)?"
+    r"(?:[-_.]?(?:post|rev|r)[-_.]?\d*)?(?:[-_.]?dev[-_.]?\d*)?"
+    r"(?:\+[a-z0-9]+(?:[-_.][a-z0-9]+)*)?$", re.IGNORECASE | re.ASCII)
+#: A package's import name, or its distribution name (``-`` is read as ``_``).
+_PACKAGE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+#: Packages megaplug's checks ask about: a stated name close to one of these is a typo.
+KNOWN_PACKAGES = ("transformer_engine", "torch", "apex", "flash_attn", "flash_attn_3",
+                  "flashinfer", "multistorageclient", "mamba_ssm", "nvidia_resiliency_ext",
+                  "megatron", "yaml", "triton", "numpy", "tensorstore", "zarr")
+#: A compute capability as ``--assume-device-capability`` takes it (``9.0``, ``10``).
+_CAPABILITY = re.compile(r"^(\d{1,3})(?:\.(\d{1,3}))?$", re.ASCII)
+
+
+def parse_assumed_package(item: str, known: tuple[str, ...] = KNOWN_PACKAGES,
+                          ) -> tuple[str, str | None]:
+    """``NAME=VERSION`` (``NAME=none``: not installed) as (import name, version or None).
+
+    Raises ``ValueError`` saying what is wrong: no ``=``, a name that is no package name
+    (or a near miss of a known one, ``transformer_enigne``), or a version that is not
+    one (``2.x``, ``banana``, ``-1``).
+    """
+    name, sep, version = item.partition("=")
+    name, version = name.strip(), version.strip()
+    if not sep or not name:
+        raise ValueError(f"--assume expects NAME=VERSION (or NAME=none), got {item!r}")
+    if not _PACKAGE_NAME.match(name):
+        raise ValueError(f"--assume {item!r}: {name!r} is not a package name")
+    name = name.replace("-", "_")
+    if name not in known and name.lower() in known:
+        name = name.lower()  # distribution names are case-insensitive
+    if name not in known:
+        import difflib  # only an unknown name pays for it
+
+        near = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
+        if near:
+            raise ValueError(f"--assume {item!r}: no check asks about a package {name!r}; "
+                             f"did you mean {near[0]}?")
+    if version.lower() == "none":
+        return name, None
+    if not _VERSION.match(version):
+        raise ValueError(f"--assume {item!r}: {version!r} is not a version (give one such as "
+                         "2.17.1, 2.7.0.dev0 or 1.0rc1, or none for not installed)")
+    return name, version
+
+
+def parse_assumed_capability(text: str) -> tuple[int, int] | None:
+    """``MAJOR.MINOR`` (``9.0``; ``10`` is ``10.0``) or ``none`` (no GPU) as
+    ``--assume-device-capability`` takes it; ``ValueError`` for anything else."""
+    if text.strip().lower() == "none":
+        return None
+    match = _CAPABILITY.match(text.strip())
+    if match is None or int(match.group(1)) == 0:
+        raise ValueError(f"--assume-device-capability expects MAJOR.MINOR (such as 8.0, 9.0 "
+                         f"or 10.0) or none, got {text!r}")
+    return int(match.group(1)), int(match.group(2) or 0)
+
+
 class TargetEnvironment(MutableRecord):
     """Package versions, device capability and environment variables a check may consult.
 
