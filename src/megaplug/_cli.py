@@ -308,12 +308,10 @@ def suggest(word: str, candidates: Sequence[str], cutoff: float = 0.6) -> str | 
 
 
 def print_problems(problems: Sequence[Problem]) -> None:
-    """Every problem on stderr, under a count."""
-    count = len(problems)
-    print(f"megaplug: {count} problem{'s' if count != 1 else ''} in the configuration:",
-          file=sys.stderr)
-    for problem in problems:
-        print(f"  - {problem}", file=sys.stderr)
+    """Every problem on stderr, under a count (a bounded report: see ``report_lines``)."""
+    from ._errors import report_lines
+
+    print("megaplug: " + "\n".join(report_lines(problems)), file=sys.stderr)
 
 
 def _plugin_controls(options: argparse.Namespace) -> list[str]:

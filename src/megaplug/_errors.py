@@ -37,6 +37,37 @@ class Problem(FrozenRecord):
                 "flags": list(self.flags), "hint": self.hint}
 
 
+#: Unrecognized arguments, settings and stray values reported one by one in a resolve; the
+#: rest are counted in one problem (100,000 of them must not cost minutes or megabytes).
+MAX_UNRECOGNIZED_SHOWN = 50
+#: "Did you mean" searches per resolve, and the longest name searched for (no flag is
+#: longer than a few dozen characters; difflib's cost grows with the name).
+MAX_SUGGESTIONS = 20
+MAX_SUGGESTED_LENGTH = 200
+#: Problems listed in a report (``str(ConfigError)``, the CLI's stderr), and the longest
+#: text shown for one (a value of a million characters is not echoed whole).
+MAX_PROBLEMS_SHOWN = 200
+MAX_PROBLEM_CHARS = 2000
+
+
+def shorten(text: str, limit: int = MAX_PROBLEM_CHARS) -> str:
+    """``text``, or its start and a count of what was left out when longer than ``limit``."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
+def report_lines(problems: Sequence[Problem], limit: int = MAX_PROBLEMS_SHOWN) -> list[str]:
+    """The lines of a problem report: a count, then each problem (at most ``limit`` of
+    them, each shortened), then how many were left out."""
+    count = len(problems)
+    lines = [f"{count} problem{'s' if count != 1 else ''} in the configuration:"]
+    lines += [f"  - {shorten(str(problem))}" for problem in problems[:limit]]
+    if count > limit:
+        lines.append(f"  ... and {count - limit} more problems, not listed")
+    return lines
+
+
 class ConfigError(Exception):
     """Raised once per resolve with every problem that was found.
 
@@ -48,9 +79,7 @@ class ConfigError(Exception):
     def __init__(self, problems: Iterable[Problem], warnings: Iterable[Problem] = ()) -> None:
         self.problems: tuple[Problem, ...] = tuple(problems)
         self.warnings: tuple[Problem, ...] = tuple(warnings)
-        count = len(self.problems)
-        super().__init__("\n".join([f"{count} problem{'s' if count != 1 else ''} in the "
-                                    "configuration:", *(f"  - {p}" for p in self.problems)]))
+        super().__init__("\n".join(report_lines(self.problems)))
 
 
 class PluginError(Exception):
@@ -67,7 +96,8 @@ class ProblemSink(MutableRecord):
     mistake, and the kernel does not report it.
     """
 
-    __slots__ = ("problems", "warnings", "current_plugin", "current_rule", "doubtful")
+    __slots__ = ("problems", "warnings", "current_plugin", "current_rule", "doubtful",
+                 "unrecognized", "suggestions_left")
 
     def __init__(self, problems: list[Problem] | None = None,
                  warnings: list[Problem] | None = None,
@@ -77,6 +107,10 @@ class ProblemSink(MutableRecord):
         self.current_plugin = current_plugin
         self.current_rule: str | None = None
         self.doubtful: set[str] = set()
+        #: Unrecognized arguments and settings met (past MAX_UNRECOGNIZED_SHOWN, only counted).
+        self.unrecognized = 0
+        #: "Did you mean" searches still allowed in this resolve.
+        self.suggestions_left = MAX_SUGGESTIONS
 
     def error(self, message: str, *, flags: Sequence[str] = (),
               hint: str | None = None) -> None:

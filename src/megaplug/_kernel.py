@@ -8,7 +8,8 @@ import time
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ._config import Draft, Provenance, ReadOnlyError, Resolved
-from ._errors import ConfigError, PluginError, Problem, ProblemSink
+from ._errors import (MAX_SUGGESTED_LENGTH, MAX_UNRECOGNIZED_SHOWN, ConfigError, PluginError,
+                      Problem, ProblemSink, shorten)
 from ._options import FlagSpec, choice_name
 from ._plugins import (ACTIVE, BLOCKED, BROKEN, UNAVAILABLE, PluginRecord, PluginSet,
                        describe_failure)
@@ -183,6 +184,10 @@ class Kernel:
         self._check_mutex(provenance, sink)
         if defaults:
             self.apply_caller_defaults(defaults, values, provenance, sink)
+        if sink.unrecognized > MAX_UNRECOGNIZED_SHOWN:
+            sink.add(Problem(f"... and {sink.unrecognized - MAX_UNRECOGNIZED_SHOWN} more "
+                             "unrecognized arguments or settings, not listed one by one",
+                             hint="megaplug flags WORD lists the accepted flags"))
         self.timings["parse"] = time.perf_counter() - started
         return Draft(values, provenance, self.table, sink, target), sink
 
@@ -252,8 +257,8 @@ class Kernel:
             if token.startswith("-") and not NEGATIVE_NUMBER.match(token) and token != "--":
                 skip_values = True
                 self._unknown_setting(token.split("=", 1)[0], "command line", sink)
-            elif not skip_values and token != "--":
-                sink.add(Problem(f"unexpected argument {token!r}",
+            elif not skip_values and token != "--" and _shown_unrecognized(sink):
+                sink.add(Problem(f"unexpected argument {shorten(repr(token), 200)}",
                                  hint="values must follow the flag they belong to"))
 
     def _occurrence_value(self, occurrence: Occurrence, values: dict[str, Any]) -> Any:
@@ -293,17 +298,23 @@ class Kernel:
             return sink.add(Problem(f"{option} belongs to plugin {record.name!r}, which is "
                                     f"{record.status}: {record.reason}", (option,), hint,
                                     record.name))
-        suggestion = self.table.suggest(option)
+        if not _shown_unrecognized(sink):
+            return
+        suggestion = None
+        if sink.suggestions_left > 0 and len(option) <= MAX_SUGGESTED_LENGTH:
+            sink.suggestions_left -= 1
+            suggestion = self.table.suggest(option)
         if suggestion is not None:
             sink.doubtful.add(self.table.by_option[suggestion].dest)
-        sink.add(Problem(f"unrecognized argument {name} in {where}", (name,),
+        shown = shorten(name, 200)
+        sink.add(Problem(f"unrecognized argument {shown} in {where}", (shown,),
                          f"did you mean {suggestion}?" if suggestion else "see megaplug flags"))
 
     def _learn_blocked(self, record: PluginRecord) -> None:
         loader, record.loader = record.loader, None
         try:
             self._learn_flags_of(record, loader())
-        except (Exception, SystemExit):  # a blocked plugin that fails even to import is simply skipped
+        except (Exception, SystemExit):  # a blocked plugin failing even to import is skipped
             pass
 
     def _check_mutex(self, provenance: dict[str, Provenance], sink: ProblemSink) -> None:
@@ -380,6 +391,12 @@ class Kernel:
                        flags=changed, hint="validate must only report problems")
             for key in changed:
                 draft._values[key] = copy.deepcopy(snapshot[key])  # type: ignore[index]
+
+
+def _shown_unrecognized(sink: ProblemSink) -> bool:
+    """Count one more unrecognized argument; whether it is still reported on its own."""
+    sink.unrecognized += 1
+    return sink.unrecognized <= MAX_UNRECOGNIZED_SHOWN
 
 
 def _hook_step(impl: Any) -> list[RuleStep]:
