@@ -45,6 +45,7 @@ def load(argv: Sequence[str] = (), *, environ: Mapping[str, str] | None = None,
     selection = PluginSelection.from_environment(environ)
     rest = selection.take_from_argv(argv)
     key = (tuple(selection.load), tuple(sorted(selection.block)), selection.autoload,
+           tuple(selection.problems),
            tuple(map(id, plugins)), None if builtins is None else tuple(map(id, builtins)))
     if key not in _KERNELS:
         chosen = {} if builtins is None else {"builtins": builtins}

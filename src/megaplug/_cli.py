@@ -441,7 +441,7 @@ def _list_fingerprint(options: argparse.Namespace) -> str:
     selection = PluginSelection.from_environment()
     selection.take_from_argv(_plugin_controls(options))
     return code_fingerprint(["3", repr(sorted(selection.load)), repr(sorted(selection.block)),
-                             str(selection.autoload)])
+                             str(selection.autoload), repr(selection.problems)])
 
 
 def _cmd_version(options: argparse.Namespace) -> int:
