@@ -594,11 +594,11 @@ def defaults_from(options: argparse.Namespace) -> dict[str, Any]:
     """``--defaults`` as a mapping (a JSON object, or ``@file`` holding one), read with the
     guards of config files: a regular file of sane size, UTF-8, no repeated key, no
     integer too long to handle, no nesting too deep."""
-    from ._files import UntrustedInputError, parse_json, read_text_file
-
     text = options.defaults
     if not text:
         return {}
+    from ._files import UntrustedInputError, parse_json, read_text_file
+
     where = "--defaults"
     try:
         if text.startswith("@"):
@@ -642,9 +642,9 @@ def _cmd_resolve(options: argparse.Namespace, args: list[str]) -> int:
         values = {k: encode(v) for k, v in given.items()
                   if k not in ("rank", "world_size") and not k.startswith("_")}
     if options.format == "yaml":
-        import yaml
+        from ._files import dump_yaml
 
-        sys.stdout.write(yaml.safe_dump(values, sort_keys=True))
+        sys.stdout.write(dump_yaml(values))
     else:
         print(json.dumps(values, indent=1, sort_keys=True))
     return EXIT_OK

@@ -288,3 +288,35 @@ def _core_int(text: str, node: Any) -> int:
                          "megaplug reads integers of at most that many")
     value = int(digits, base)
     return -value if text.startswith("-") else value
+
+
+def dump_yaml(data: Any) -> str:
+    """``data`` as YAML that :func:`parse_yaml` reads back to the same values (keys sorted).
+
+    PyYAML writes for YAML 1.1: it quotes the text 1.1 would read as something else
+    (``'010'``, ``'yes'``) but not what only 1.2 reads so (``0o10``, ``1e3``). The dumper
+    here quotes a string either schema would read as a non-string.
+    """
+    import yaml
+
+    return yaml.dump(data, Dumper=_core_dumper(), sort_keys=True)
+
+
+_DUMPER: Any = None
+
+
+def _core_dumper() -> type:
+    global _DUMPER
+    if _DUMPER is None:
+        import yaml
+
+        class CoreSchemaDumper(yaml.SafeDumper):
+            """Quotes strings that YAML 1.1 or 1.2 would read as numbers, booleans or null."""
+
+        for tag, pattern, first in (
+                ("bool", _CORE_BOOL, "tTfF"), ("int", _CORE_INT, "-+0123456789"),
+                ("float", _CORE_FLOAT, "-+.0123456789"),
+                ("null", _CORE_NULL, ["~", "n", "N", ""])):
+            CoreSchemaDumper.add_implicit_resolver(_TAG + tag, pattern, list(first))
+        _DUMPER = CoreSchemaDumper
+    return _DUMPER

@@ -159,3 +159,14 @@ def test_many_repeated_keys_are_listed_up_to_a_bound() -> None:
         parse_json(text, "--defaults")
     assert str(info.value).count("is given more than once") == 10
     assert "and 90 more" in str(info.value)
+
+
+def test_yaml_output_reads_back_as_written() -> None:
+    """Text that only YAML 1.2 reads as a number (``0o10``, ``1e3``) is quoted on output."""
+    from megaplug._files import dump_yaml
+
+    data = {"octal": "0o10", "exponent": "1e3", "leading_zero": "010", "word": "yes",
+            "colon": "1:20", "underscore": "1_000", "dot": ".5", "null_text": "null",
+            "empty": "", "small": 1e-05, "infinite": math.inf, "none": None, "flag": True,
+            "list": [1, "2", "0x1F"], "text": "hello"}
+    assert parse_yaml(dump_yaml(data), "test") == data
