@@ -184,11 +184,17 @@ def parse_yaml(text: str, where: str) -> Any:
     except _BadScalar as exc:
         raise UntrustedInputError(f"{where}: {exc}") from None
     except yaml.constructor.ConstructorError as exc:
-        raise UntrustedInputError(
-            f"{where} uses a YAML tag megaplug will not construct ({exc.problem}); only "
-            "plain values, lists and mappings are allowed") from None
+        if "could not determine a constructor" in str(exc.problem):
+            raise UntrustedInputError(
+                f"{where} uses a YAML tag megaplug will not construct ({exc.problem}); only "
+                "plain values, lists and mappings are allowed") from None
+        line = f" on line {exc.problem_mark.line + 1}" if exc.problem_mark else ""
+        raise UntrustedInputError(f"{where} cannot be read: {exc.problem}{line}") from None
     except yaml.YAMLError as exc:
         raise UntrustedInputError(f"{where} is not valid YAML: {exc}") from None
+    except (ValueError, TypeError, AttributeError) as exc:  # a constructor PyYAML keeps
+        raise UntrustedInputError(f"{where} holds a value YAML cannot construct "
+                                  f"({type(exc).__name__}: {exc})") from None
     finally:
         loader.dispose()
     _raise_repeated(where, loader.repeated)
@@ -266,6 +272,11 @@ def _core_loader() -> type:
             ("float", _CORE_FLOAT, "-+.0123456789"), ("null", _CORE_NULL, ["~", "n", "N", ""]),
             ("merge", re.compile(r"^<<$"), "<")):
         CoreSchemaLoader.add_implicit_resolver(_TAG + tag, pattern, list(first))
+    def no_timestamps(loader: Any, node: Any) -> None:
+        raise _BadScalar(f"line {node.start_mark.line + 1} is tagged !!timestamp; YAML 1.2 "
+                         "and megaplug's settings have no timestamps (quote the text)")
+
+    CoreSchemaLoader.add_constructor(_TAG + "timestamp", no_timestamps)
     for tag in ("int", "float", "bool"):
         CoreSchemaLoader.add_constructor(_TAG + tag, getattr(CoreSchemaLoader,
                                                              f"construct_yaml_{tag}"))

@@ -84,6 +84,10 @@ def test_yes_is_not_a_boolean(tmp_path: Path) -> None:
     ("a: !!int 1:20", "not an integer"),
     ("a: !!bool yes", "'yes' on line 1 is not a boolean"),
     ("a: !!float x", "'x' on line 1 is not a float"),
+    ("a: !!timestamp x", "line 1 is tagged !!timestamp"),
+    ("a: !!timestamp 2001-13-45", "no timestamps"),
+    ("? [1, 2]\n: x", "cannot be read: found unhashable key on line 1"),
+    ("<<: 1", "cannot be read: expected a mapping or list of mappings for merging"),
 ])
 def test_an_explicit_tag_with_a_value_it_cannot_take_is_a_problem(text: str, message: str,
                                                                   ) -> None:
