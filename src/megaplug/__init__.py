@@ -36,6 +36,7 @@ _EXPORTS = {
     "TargetEnvironment": "._target",
     "TorchDType": "._values",
     "enum_by_name": "._options",
+    "float_or_infinity": "._values",
     "hookimpl": ".hookspecs",
     "load": "._api",
     "options": "._options",
@@ -49,7 +50,8 @@ __all__ = [
     "Computed", "ConfigError", "Draft", "Flag", "FlagDeclarations", "FromEnv", "Kernel",
     "PatternError",
     "PluginError", "PluginInfo", "Problem", "Provenance", "Requirement", "Resolved", "Rules",
-    "TargetEnvironment", "TorchDType", "__version__", "enum_by_name", "hookimpl", "load",
+    "TargetEnvironment", "TorchDType", "__version__", "enum_by_name", "float_or_infinity",
+    "hookimpl", "load",
     "options", "parse_pattern", "resolve",
 ]
 
@@ -78,5 +80,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from ._rules import Rules
     from ._registry import FlagDeclarations
     from ._target import TargetEnvironment
-    from ._values import TorchDType
+    from ._values import TorchDType, float_or_infinity
     from .hookspecs import hookimpl

@@ -12,7 +12,9 @@ from __future__ import annotations
 import enum
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+from ._errors import Problem
 
 if TYPE_CHECKING:  # pathlib (and the urllib.parse it imports) would cost every resolve
     from pathlib import Path
@@ -212,23 +214,35 @@ def plugin_enum_types(modules: Iterable[Any]) -> list[type]:
 
 
 def apply_checkpoint_args(values: dict[str, Any], saved: Any, version: float,
-                          use_parallel_layout: bool) -> dict[str, Any]:
+                          use_parallel_layout: bool, convert: Callable[[str, Any], Any],
+                          ) -> tuple[dict[str, Any], dict[str, Problem]]:
     """Copy architecture settings from ``saved`` into ``values`` (Megatron's rules).
 
-    Returns the settings that were changed, for provenance.
+    Each saved value goes through ``convert(name, raw)`` -- the kernel's one conversion and
+    type check, as for every other source -- which returns the value or a problem.
+    Returns (the settings that were changed, for provenance; the problems, by setting).
     """
     changed: dict[str, Any] = {}
+    problems: dict[str, Problem] = {}
 
     def take(name: str, force: bool, old_name: str | None = None) -> None:
         if not force and values.get(name) is not None:
             return
-        value = getattr(saved, old_name or name, None)
-        if value is not None:
-            values[name] = value
-            changed[name] = value
+        raw = getattr(saved, old_name or name, None)
+        if raw is None:
+            return
+        value = convert(name, raw)
+        if isinstance(value, Problem):
+            problems[name] = value
+            return
+        values[name] = value
+        changed[name] = value
 
-    if hasattr(saved, "disable_bias_linear"):
-        saved.add_bias_linear = not saved.disable_bias_linear
+    if hasattr(saved, "disable_bias_linear"):  # an older run's spelling
+        disable = saved.disable_bias_linear
+        # a value that is not a bool is kept as it is, for the type check to report
+        saved.add_bias_linear = not disable if disable is None or isinstance(disable, bool) \
+            else disable
     for name in FILL_IF_UNSET:
         take(name, force=False)
     for name in FORCED:
@@ -238,4 +252,4 @@ def apply_checkpoint_args(values: dict[str, Any], saved: Any, version: float,
     elif use_parallel_layout:
         for name in PARALLEL_FORCED:
             take(name, force=True)
-    return changed
+    return changed, problems

@@ -8,13 +8,12 @@ stdout went away (``megaplug flags | head``), as a tool stopped by SIGPIPE repor
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import Any, Callable, Sequence
 
 from ._errors import ConfigError, PluginError, Problem
-from ._values import encode
+from ._values import encode, to_json, to_yaml
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INVALID = 0, 1, 2
 EXIT_PIPE_CLOSED = 128 + 13  # 128 + SIGPIPE, what the shell reports for `yes | head`
@@ -353,7 +352,7 @@ def _cmd_list(options: argparse.Namespace, _: list[str]) -> int:
     else:
         rows = sorted(rows, key=lambda r: r["name"])
     if options.json:
-        print(json.dumps(rows, indent=2))
+        print(to_json(rows, indent=2))
     else:
         _print_plugin_table(rows)
         for problem in problems:
@@ -531,7 +530,7 @@ def _cmd_flags(options: argparse.Namespace, _: list[str]) -> int:
     if options.word:
         rows = [row for row in rows if _matches(row, options.word)]
     if options.json:
-        print(json.dumps(rows, indent=2))
+        print(to_json(rows, indent=2))
         return EXIT_OK
     shown = [row for row in rows if row["kind"] == "flag"]
     for row in shown:
@@ -552,7 +551,7 @@ def _flag_line(row: dict[str, Any]) -> str:
         detail += f" {row['type']}"
     if row["nargs"] is not None:
         detail += f" nargs={row['nargs']}"
-    detail += f" default={json.dumps(row['default'])}"
+    detail += f" default={to_json(row['default'], indent=None)}"
     if row["choices"] is not None:
         detail += f" choices={','.join(map(str, row['choices']))}"
     line = f"[{row['plugin']}] {', '.join(row['option_strings'])} -> {row['dest']}  ({detail})"
@@ -641,12 +640,8 @@ def _cmd_resolve(options: argparse.Namespace, args: list[str]) -> int:
         # the facade's private markers (_is_global_batch_size_...) are not settings
         values = {k: encode(v) for k, v in given.items()
                   if k not in ("rank", "world_size") and not k.startswith("_")}
-    if options.format == "yaml":
-        from ._files import dump_yaml
-
-        sys.stdout.write(dump_yaml(values))
-    else:
-        print(json.dumps(values, indent=1, sort_keys=True))
+    sys.stdout.write(to_yaml(values) if options.format == "yaml"
+                     else to_json(values, sort_keys=True) + "\n")
     return EXIT_OK
 
 
@@ -733,7 +728,7 @@ def _cmd_explain(options: argparse.Namespace, args: list[str]) -> int:
         print(f"value:     (removed: {spec.dest} is retired during resolution)")
     else:
         note = "  (as far as resolution got: the configuration is invalid)" if error else ""
-        print(f"value:     {json.dumps(encode(config[spec.dest]))}{note}")
+        print(f"value:     {to_json(encode(config[spec.dest]), indent=None)}{note}")
         print("provenance:")
         for step in config.source(spec.dest).history():
             print(f"  - {step.describe()}")
@@ -763,7 +758,7 @@ def _print_spec(kernel: Any, spec: Any) -> None:
     action = ACTION_NAMES.get(spec.action, spec.action)
     print(f"kind:      {spec.kind}" + (f" ({action})" if spec.kind == "flag" else ""))
     print(f"type:      {spec.type_name or '-'}" + (f", nargs={spec.nargs}" if spec.nargs else ""))
-    print(f"default:   {json.dumps(encode(spec.default))}")
+    print(f"default:   {to_json(encode(spec.default), indent=None)}")
     if spec.choices is not None:
         print(f"choices:   {', '.join(str(encode(c)) for c in spec.choices)}")
     if spec.deprecated:
@@ -785,7 +780,7 @@ def _cmd_schema(options: argparse.Namespace, _: list[str]) -> int:
 
     kernel, _rest = load_kernel(options)
     check_plugin_name(kernel, options.plugin, "schema")
-    print(json.dumps(config_schema(kernel, options.plugin), indent=1))
+    print(to_json(config_schema(kernel, options.plugin)))
     return EXIT_OK
 
 

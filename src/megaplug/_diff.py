@@ -9,7 +9,6 @@ then; everything else stays torch-free.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import Any, Sequence
@@ -17,7 +16,7 @@ from typing import Any, Sequence
 from ._cli import EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, UsageError, load_kernel, \
     print_problems, resolve_partially
 from ._errors import Problem
-from ._values import encode
+from ._values import encode, to_json
 
 _UNOWNED = "(no installed plugin)"
 
@@ -51,7 +50,7 @@ def run_diff(options: argparse.Namespace, args: list[str]) -> int:
     a, b = sides
     differences = compare(kernel, a, b)
     if options.json:
-        print(json.dumps(_as_json(a, b, differences), indent=1))
+        print(to_json(_as_json(a, b, differences)))
     else:
         _print_text(a, b, differences)
     invalid = False
@@ -149,7 +148,7 @@ def _entry(side: Side, dest: str) -> dict[str, Any]:
 
 
 def _shown(entry: dict[str, Any]) -> str:
-    return json.dumps(entry["value"]) if entry["present"] else "(absent)"
+    return to_json(entry["value"], indent=None) if entry["present"] else "(absent)"
 
 
 def _print_text(a: Side, b: Side, differences: list[dict[str, Any]]) -> None:

@@ -335,7 +335,9 @@ class Kernel:
             if current is None:
                 _give(values, provenance, key, value, sink, "", "caller-default",
                       self.table.owner(key))
-            elif not isinstance(value, Problem) and current != value:
+            elif isinstance(value, Problem):
+                sink.add(value)  # wrong even where another source's value is kept
+            elif current != value:
                 sink.warn(f"keeping {key}={current!r} over the caller's default {value!r}",
                           flags=(key,), plugin=self.table.owner(key))
 
@@ -445,7 +447,7 @@ def _conversion_problem(spec: FlagSpec, raw: Any, reason: str, source: str,
     name = detail if source == "environment" else spec.primary
     subject = _SUBJECTS.get(source, "{primary} from {source} {detail}").format(
         primary=spec.primary, dest=spec.dest, detail=detail, source=source, raw=raw)
-    kind = spec.type_name or "text"
+    kind = "finite float" if spec.type is float else spec.type_name or "text"
     hint = ("choose from " + ", ".join(map(choice_name, spec.choices))
             if spec.choices is not None else f"give {name} true or false"
             if spec.action in ("store_true", "store_false", "boolean_optional")

@@ -19,6 +19,7 @@ from argparse import ArgumentTypeError
 from typing import Annotated, Any, Callable, Sequence, get_args, get_origin
 
 from ._record import MutableRecord, Record
+from ._values import float_or_infinity, is_dtype
 
 MISSING: Any = dataclasses.MISSING
 
@@ -149,8 +150,10 @@ class FlagSpec(MutableRecord):
         is; any other loaded value goes through ``type`` as its JSON text (``[1, 0, 1]``
         for a layer pattern). Choices are checked separately, by :meth:`check_choice`.
         """
-        if raw is None or self.kind == "computed":
+        if raw is None:
             return raw
+        if self.kind == "computed":  # no declared type: a value, not a foreign object
+            return _plain_value(raw)
         if self.action in _BOOLEAN_ACTIONS:
             if isinstance(raw, bool):
                 return raw
@@ -164,10 +167,21 @@ class FlagSpec(MutableRecord):
         return self._convert_one(raw)
 
     def _convert_one(self, raw: Any) -> Any:
+        value = self._parse_one(raw)
+        # A float setting means a finite number (a learning rate, a loss scale, a timeout):
+        # inf and nan would train on silently. A setting where infinity means something
+        # declares it with type=float_or_infinity, which refuses nan and -inf itself.
+        if type(value) is float and not math.isfinite(value) and (
+                self.type is not float_or_infinity):
+            shown = raw if isinstance(raw, str) else value
+            raise ValueError(f"{shown!r} is not a finite number")
+        return value
+
+    def _parse_one(self, raw: Any) -> Any:
         if not isinstance(raw, str):
             if self.type in (int, float, str, None):
                 return self._plain_scalar(raw)
-            if isinstance(raw, enum.Enum) or type(raw).__module__ in ("megaplug._values", "torch"):
+            if isinstance(raw, enum.Enum) or is_dtype(raw):
                 return raw  # already the parsed value (a caller default, a checkpoint)
         try:
             text = raw if isinstance(raw, str) else json.dumps(raw)
@@ -178,15 +192,19 @@ class FlagSpec(MutableRecord):
 
     def _plain_scalar(self, raw: Any) -> Any:
         """A loaded scalar for an ``int``, ``float`` or ``str`` flag, or ``ValueError``."""
-        # A plugin reads an int flag as an int: a 1.5, a list or a mapping must stop here.
-        if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        # A plugin reads an int flag as an int: a 1.5, a list or a mapping must stop here --
+        # and so must anything else a loaded source holds (a tensor in a checkpoint).
+        if type(raw) in (int, float):
             if self.type in (str, None):
                 return str(raw)  # as the same number typed on the command line
             if self.type is float:
-                return float(raw)
-            if isinstance(raw, int) or (math.isfinite(raw) and raw.is_integer()):
+                try:
+                    return float(raw)
+                except OverflowError:
+                    raise ValueError(f"{raw} is too large for a float") from None
+            if type(raw) is int or (math.isfinite(raw) and raw.is_integer()):
                 return int(raw)
-        raise ValueError(f"expected {self.type_name or 'text'}, got {raw!r}")
+        raise ValueError(f"expected {self.type_name or 'text'}, got {_shown(raw)}")
 
     def check_choice(self, value: Any) -> bool:
         if self.choices is None or value is None:
@@ -216,6 +234,37 @@ class FlagSpec(MutableRecord):
         if self.action == "store_const" or (self.nargs == "?" and self.const is not None):
             kwargs["const"] = self.const
         return strings, kwargs
+
+
+def _plain_value(raw: Any) -> Any:
+    """``raw`` if it is a value a setting can hold -- None, a bool, an int, a finite float,
+    text, an enum member, a dtype, or lists, tuples and mappings of these -- else ValueError
+    (a tensor or any other object a checkpoint or a caller may carry)."""
+    # a loop, not recursion, over each container once: a pickle may nest a list 100,000
+    # deep, or hold itself
+    pending, seen = [raw], set()
+    while pending:
+        item = pending.pop()
+        kind = type(item)
+        if kind in (list, tuple, dict):
+            if id(item) not in seen:
+                seen.add(id(item))
+                pending.extend(item if kind is not dict else (*item.keys(), *item.values()))
+        elif kind is float and not math.isfinite(item):
+            raise ValueError(f"{item!r} is not a finite number")
+        elif not (item is None or kind in (bool, int, float, str)
+                  or isinstance(item, enum.Enum) or is_dtype(item)):
+            raise ValueError(f"expected a plain value, got {_shown(item)}")
+    return raw
+
+
+def _shown(raw: Any) -> str:
+    """A loaded value in a message: its repr, and its type where the repr hides it (a
+    checkpoint's ``tensor(4)``, a caller's ``np.int64(4)``)."""
+    kind = type(raw)
+    if raw is None or kind in (bool, int, float, str, list, dict, tuple):
+        return repr(raw)
+    return f"{raw!r} (a {kind.__module__}.{kind.__qualname__})"
 
 
 def choice_name(choice: Any) -> str:

@@ -1,8 +1,16 @@
-"""Value types that stand in for heavy ones, and the JSON encoding of resolved values."""
+"""Value types that stand in for heavy ones, and the JSON and YAML forms of resolved values.
+
+Output is strict: JSON that any parser reads (RFC 8259: no ``NaN`` or ``Infinity``) and YAML
+that megaplug's own config reading turns back into the same values. A float that is not
+finite -- only ``clip_grad`` may be given one (``inf``: never clip), though a plugin could
+derive one -- is written as the text ``"inf"``, ``"-inf"`` or ``"nan"``, which a float
+setting reads back as the same number.
+"""
 
 from __future__ import annotations
 
 import enum
+import math
 from typing import Any
 
 _TORCH_DTYPE_NAMES = frozenset(
@@ -54,6 +62,12 @@ class TorchDType:
         return getattr(torch, self.name)
 
 
+def is_dtype(value: Any) -> bool:
+    """Whether ``value`` is a dtype: a :class:`TorchDType` or a real ``torch.dtype``."""
+    kind = type(value)
+    return kind is TorchDType or (kind.__name__ == "dtype" and kind.__module__ == "torch")
+
+
 def to_torch(value: Any) -> Any:
     """Replace :class:`TorchDType` (also inside lists and tuples) with real torch dtypes."""
     if isinstance(value, TorchDType):
@@ -65,13 +79,39 @@ def to_torch(value: Any) -> Any:
     return value
 
 
+def float_or_infinity(text: str) -> float:
+    """The ``type=`` of a float setting where infinity means something: a finite number or
+    ``inf`` (``--clip-grad inf``: measure the gradient norm, never clip).
+
+    Every other float setting takes finite numbers only (the kernel refuses ``inf`` and
+    ``nan`` for them); NaN and -inf are refused here too, as no setting can mean them.
+    """
+    value = float(text)
+    if math.isnan(value) or value == -math.inf:
+        raise ValueError(f"{text!r} is not a number this setting can take; give a finite "
+                         "number or inf")
+    return value
+
+
+# Shown as ``float`` wherever a type is named (``megaplug flags``, messages, argparse's
+# "invalid float value"): it is one, as Megatron declares the setting.
+float_or_infinity.__name__ = "float"
+
+
+#: The text a float that is not finite is written as, and read back from.
+_NON_FINITE = {math.inf: "inf", -math.inf: "-inf"}
+
+
 def encode(value: Any) -> Any:
     """JSON form of a resolved value: dtypes as ``'torch.x'``, enums as ``'Class.member'``,
-    tuples as lists, sets as sorted lists."""
+    tuples as lists, sets as sorted lists, floats that are not finite as ``'inf'``,
+    ``'-inf'`` or ``'nan'`` (JSON has no such numbers)."""
     if isinstance(value, enum.IntEnum):
         return int(value)  # signal.Signals: JSON and Megatron's parity files hold the number
     if isinstance(value, enum.Enum):
         return f"{type(value).__name__}.{value.name}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return _NON_FINITE.get(value, "nan")
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, (list, tuple)):
@@ -81,3 +121,35 @@ def encode(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): encode(v) for k, v in value.items()}
     return str(value)  # a TorchDType, a torch dtype, anything else: as it prints
+
+
+def to_json(data: Any, *, indent: int | None = 1, sort_keys: bool = False) -> str:
+    """Strict JSON text of JSON-able ``data`` (a resolved value goes through :func:`encode`
+    first): a float that is not finite is written as its text, as :func:`encode` does.
+
+    ``allow_nan=False`` is the guarantee: nothing megaplug prints holds ``NaN`` or
+    ``Infinity``, which ``JSON.parse`` refuses and jq silently changes.
+    """
+    import json
+
+    return json.dumps(_finite(data), indent=indent, sort_keys=sort_keys, allow_nan=False)
+
+
+def to_yaml(data: Any) -> str:
+    """YAML text of JSON-able ``data`` that megaplug's config reading loads as the same values
+    (:func:`megaplug._files.dump_yaml`: text YAML 1.1 or 1.2 would read as something else is
+    quoted). Floats that are not finite are written as text, as in JSON."""
+    from ._files import dump_yaml
+
+    return dump_yaml(_finite(data))
+
+
+def _finite(data: Any) -> Any:
+    """``data`` with each float that is not finite replaced by its text (``'inf'``)."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else encode(data)
+    if isinstance(data, dict):
+        return {key: _finite(value) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_finite(item) for item in data]
+    return data

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+import megaplug
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _training_stub import kernel, messages, problems, resolve, warnings  # noqa: E402
@@ -242,8 +244,21 @@ def test_min_lr_above_lr():
     assert "--min-lr 0.001 is above --lr 0.0001" in messages("--min-lr", "1e-3")
 
 
-def test_nan_lr_fails_the_floor_check():
-    assert "--min-lr 0.0 cannot be compared with --lr nan" in messages("--lr", "nan")
+def test_nan_lr_is_refused_where_it_is_given():
+    assert messages("--lr", "nan") == "--lr: 'nan' is not a finite number"
+
+
+def test_nan_lr_set_after_parsing_fails_the_floor_check():
+    """A caller may still put one on Megatron's namespace before validate_args."""
+    from _training_stub import BASE, ENV, target
+
+    loaded = kernel()
+    draft, sink = loaded.parse(BASE, environ=ENV, target=target())
+    draft._values["lr"] = float("nan")
+    with pytest.raises(megaplug.ConfigError) as info:
+        loaded.finish(draft, sink)
+    assert "--min-lr 0.0 cannot be compared with --lr nan" in [
+        p.message for p in info.value.problems]
 
 
 def test_constant_weight_decay_fills_start_and_end():

@@ -124,9 +124,8 @@ SAMPLE_HINT = ("count everything in samples (--lr-decay-samples, --lr-warmup-sam
       ("--lr-warmup-fraction", "--lr-warmup-samples"), "keep one of them")),
     (("--lr", "0.1", "--min-lr", "0.2"), 1,
      ("--min-lr 0.2 is above --lr 0.1", ("--min-lr", "--lr"), "use a --min-lr of at most 0.1")),
-    (("--lr", "nan", "--min-lr", "0.2"), 1,
-     ("--min-lr 0.2 cannot be compared with --lr nan", ("--min-lr", "--lr"),
-      "use a --min-lr of at most nan")),
+    (("--lr", "nan", "--min-lr", "0.2"), 1,  # refused as given: the floor is not compared
+     ("--lr: 'nan' is not a finite number", ("--lr",), "give --lr a finite float value")),
 ])
 def test_each_rule_reports_its_message_flags_and_hint(argv, world, expected):
     assert reported(problems(*argv, world=world), *expected[1]) == [expected]

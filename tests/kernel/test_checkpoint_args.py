@@ -76,7 +76,10 @@ def test_megatron_rules_fill_and_force():
               "tensor_model_parallel_size": 1}
     saved = argparse.Namespace(num_layers=8, hidden_size=128, swiglu=True,
                                tensor_model_parallel_size=4, disable_bias_linear=True)
-    changed = apply_checkpoint_args(values, saved, version=3.0, use_parallel_layout=True)
+    changed, problems = apply_checkpoint_args(values, saved, version=3.0,
+                                              use_parallel_layout=True,
+                                              convert=lambda name, raw: raw)
+    assert problems == {}
     assert values["num_layers"] == 2            # given on the command line: kept
     assert values["hidden_size"] == 128         # unset: filled
     assert values["swiglu"] is True             # architecture: forced

@@ -69,9 +69,23 @@ def _apply_one(args: argparse.Namespace, kernel: Kernel, provenance: dict[str, P
                          f"point {flag} at a checkpoint directory written by a trusted run",
                          _PLUGIN))
         return
-    changed = _checkpoint.apply_checkpoint_args(
-        vars(args), state["args"], float(state.get("checkpoint_version", 0) or 0),
-        bool(getattr(args, "use_mp_args_from_checkpoint_args", False)))
+    version = state.get("checkpoint_version", 0) or 0
+    if type(version) not in (int, float):
+        sink.add(Problem(f"{path}: checkpoint_version is {version!r}, not a number; the "
+                         "checkpoint is corrupt or was not written by Megatron",
+                         ("--use-checkpoint-args", flag),
+                         f"point {flag} at a checkpoint written by Megatron", _PLUGIN))
+        return
+
+    def convert(name: str, raw: object) -> object:
+        return kernel.convert(name, raw, source="checkpoint", detail=str(path))
+
+    changed, problems = _checkpoint.apply_checkpoint_args(
+        vars(args), state["args"], float(version),
+        bool(getattr(args, "use_mp_args_from_checkpoint_args", False)), convert)
+    for name, problem in problems.items():
+        sink.add(problem)
+        sink.doubtful.add(name)  # what follows from a refused value is not reported
     for name, value in changed.items():
         provenance[name] = Provenance("checkpoint", str(load_dir), kernel.table.owner(name),
                                       previous=provenance.get(name), value=value)

@@ -4,7 +4,7 @@ import signal
 from dataclasses import field
 from typing import Annotated, Literal, Optional
 
-from megaplug import Computed, Flag, options
+from megaplug import Computed, Flag, float_or_infinity, options
 
 from .enums import (
     EXIT_SIGNAL_CHOICES,
@@ -249,7 +249,9 @@ class OptimizerOptions:
     rmsnorm_weight_decay_mult: Optional[float] = Flag(
         default=None,
         help="Multiplier on the scheduled weight decay for RMSNorm weights only.")
-    clip_grad: float = Flag(default=1.0, help="Clip gradients to this global L2 norm.")
+    clip_grad: float = Flag(default=1.0, type=float_or_infinity,
+                            help="Clip gradients to this global L2 norm (inf: measure the "
+                                 "norm, never clip).")
     adam_beta1: float = Flag(default=0.9, help="Adam's first-moment decay rate.")
     adam_beta2: float = Flag(default=0.999, help="Adam's second-moment decay rate.")
     adam_eps: float = Flag(default=1e-08, help="Adam's denominator term for numerical stability.")
