@@ -9,13 +9,19 @@ built-in setting are in ``across``.
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 from megaplug import Draft
 
 
 def _divisors(number: int) -> list[int]:
-    return [d for d in range(1, number + 1) if number % d == 0]
+    if number < 1:
+        return []
+    # the divisors up to a bound and their cofactors: every one of a size a person means,
+    # and never a search as long as a mistyped huge number
+    small = [d for d in range(1, min(math.isqrt(abs(number)), 100_000) + 1) if number % d == 0]
+    return sorted({*small, *(abs(number) // d for d in small)})
 
 
 def _spoken_list(items: list[int]) -> str:

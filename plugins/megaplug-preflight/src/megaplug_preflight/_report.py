@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Sequence
 
 from megaplug import Draft
@@ -50,7 +51,10 @@ def shown(config: Draft, dest: str, value: Any = None) -> str:
 
 
 def divisors(number: int) -> list[int]:
-    return [d for d in range(1, abs(number) + 1) if number % d == 0]
+    # the divisors up to a bound and their cofactors: every one of a size a person means,
+    # and never a search as long as a mistyped huge number
+    small = [d for d in range(1, min(math.isqrt(abs(number)), 100_000) + 1) if number % d == 0]
+    return sorted({*small, *(abs(number) // d for d in small)})
 
 
 def spoken(items: Sequence[Any]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 from megaplug import Draft
@@ -140,10 +141,16 @@ def _stages_from_layers_per_stage(config: Draft) -> Optional[int]:
             flags=("num_layers_per_virtual_pipeline_stage", "num_layers",
                    "pipeline_model_parallel_size"),
             hint=f"use a divisor of {per_pipeline_stage}: "
-                 + ", ".join(str(d) for d in range(1, per_pipeline_stage + 1)
-                             if per_pipeline_stage % d == 0))
+                 + ", ".join(map(str, _divisors(per_pipeline_stage))))
         return None
     return per_pipeline_stage // per_stage
+
+
+def _divisors(number: int) -> list[int]:
+    # the divisors up to a bound and their cofactors: every one of a stage a person means,
+    # and never a search as long as a mistyped huge layer count
+    small = [d for d in range(1, min(math.isqrt(number), 100_000) + 1) if number % d == 0]
+    return sorted({*small, *(number // d for d in small)})
 
 
 def _counted(config: Draft, layers: int) -> str:

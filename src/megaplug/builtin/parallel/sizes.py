@@ -13,7 +13,12 @@ SIZE_FLAGS = ("tensor_model_parallel_size", "pipeline_model_parallel_size",
 
 
 def _divisors(number: int) -> list[int]:
-    return [d for d in range(1, number + 1) if number % d == 0]
+    if number < 1:
+        return []
+    # the divisors up to a bound and their cofactors: every one of a size a person means,
+    # and never a search as long as a mistyped huge number
+    small = [d for d in range(1, min(math.isqrt(abs(number)), 100_000) + 1) if number % d == 0]
+    return sorted({*small, *(abs(number) // d for d in small)})
 
 
 def _shown(values: list[int]) -> str:

@@ -15,11 +15,8 @@ def default_active_world_size(config: Draft) -> None:
     """Without --inprocess-active-world-size every rank of WORLD_SIZE starts working."""
     if config.given("inprocess_active_world_size"):
         return
-    text = config.env.getenv("WORLD_SIZE")
-    try:
-        world_size = int(text) if text is not None else 1
-    except ValueError:
-        return  # the plugin owning world_size reports the bad variable
+    # the resolved world size: WORLD_SIZE as a setting, from the environment or a file
+    world_size = config.get("world_size", 1)
     if world_size != config.inprocess_active_world_size:
         config.set("inprocess_active_world_size", world_size, reason="defaults to WORLD_SIZE")
 

@@ -155,7 +155,9 @@ def _divisibility_hint(total: int, micro: int, ranks: int, names: tuple[str, ...
     lower = (total // step) * step
     suggestions = [str(v) for v in (lower, lower + step) if v > 0] or [str(step)]
     text = f"use a batch size that is a multiple of {step} (such as {' or '.join(suggestions)})"
-    fitting = [m for m in range(1, micro) if total % (m * ranks) == 0]
+    # the largest smaller micro batch that fits, searched no further than a bound: a
+    # mistyped huge micro batch size must not make the hint take as long
+    fitting = [m for m in range(max(1, micro - 100_000), micro) if total % (m * ranks) == 0]
     if fitting:
         text += f", or {names[1]} {fitting[-1]}"
     return text
