@@ -449,7 +449,9 @@ def _conversion_problem(spec: FlagSpec, raw: Any, reason: str, source: str,
         primary=spec.primary, dest=spec.dest, detail=detail, source=source, raw=raw)
     kind = "finite float" if spec.type is float else spec.type_name or "text"
     hint = ("choose from " + ", ".join(map(choice_name, spec.choices))
-            if spec.choices is not None else f"give {name} true or false"
+            if spec.choices is not None else
+            f"give {name} a number, text, true or false, or a list of these"
+            if spec.kind == "computed" else f"give {name} true or false"
             if spec.action in ("store_true", "store_false", "boolean_optional")
             else f"give {name} {'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind} value")
     return Problem(f"{subject}: {reason}", (name,), hint, spec.plugin)
