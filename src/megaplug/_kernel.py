@@ -436,7 +436,7 @@ def _mutable_snapshot(values: dict[str, Any]) -> dict[str, Any]:
 _SUBJECTS = {
     "command-line": "{primary}",
     "config-file": "{primary} in config file {detail}",
-    "environment": "environment variable {detail}={raw!r} is not valid",
+    "environment": "environment variable {detail}={raw} is not valid",
     "caller-default": "{dest} in the caller's defaults",
     "checkpoint": "{dest} in the checkpoint arguments of {detail}",
 }
@@ -446,7 +446,8 @@ def _conversion_problem(spec: FlagSpec, raw: Any, reason: str, source: str,
                         detail: str) -> Problem:
     name = detail if source == "environment" else spec.primary
     subject = _SUBJECTS.get(source, "{primary} from {source} {detail}").format(
-        primary=spec.primary, dest=spec.dest, detail=detail, source=source, raw=raw)
+        primary=spec.primary, dest=spec.dest, detail=detail, source=source,
+        raw=shorten(repr(raw), 100))
     kind = "finite float" if spec.type is float else spec.type_name or "text"
     hint = ("choose from " + ", ".join(map(choice_name, spec.choices))
             if spec.choices is not None else

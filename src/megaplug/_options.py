@@ -18,6 +18,7 @@ import typing
 from argparse import ArgumentTypeError
 from typing import Annotated, Any, Callable, Sequence, get_args, get_origin
 
+from ._errors import shorten
 from ._record import MutableRecord, Record
 from ._values import float_or_infinity, is_dtype
 
@@ -32,6 +33,9 @@ _ARGPARSE_ACTION_NAMES = {
 }
 ACTIONS = tuple(_ARGPARSE_ACTION_NAMES)
 _BOOLEAN_ACTIONS = ("store_true", "store_false", "boolean_optional")
+#: How much of a value a conversion problem quotes (a 5,000-digit number is named by its
+#: start and how much was left out, not in full).
+_SHOWN_CHARS = 100
 
 
 class _Marker(Record):
@@ -174,7 +178,7 @@ class FlagSpec(MutableRecord):
         if type(value) is float and not math.isfinite(value) and (
                 self.type is not float_or_infinity):
             shown = raw if isinstance(raw, str) else value
-            raise ValueError(f"{shown!r} is not a finite number")
+            raise ValueError(f"{shorten(repr(shown), _SHOWN_CHARS)} is not a finite number")
         return value
 
     def _parse_one(self, raw: Any) -> Any:
@@ -187,8 +191,9 @@ class FlagSpec(MutableRecord):
             text = raw if isinstance(raw, str) else json.dumps(raw)
             return text if self.type is None else self.type(text)
         except (TypeError, ValueError, ArgumentTypeError, OverflowError) as exc:
-            detail = f" ({exc})" if str(exc) else ""
-            raise ValueError(f"invalid {self.type_name} value {raw!r}{detail}") from None
+            detail = f" ({shorten(str(exc), _SHOWN_CHARS)})" if str(exc) else ""
+            raise ValueError(f"invalid {self.type_name} value "
+                             f"{shorten(repr(raw), _SHOWN_CHARS)}{detail}") from None
 
     def _plain_scalar(self, raw: Any) -> Any:
         """A loaded scalar for an ``int``, ``float`` or ``str`` flag, or ``ValueError``."""
@@ -262,9 +267,10 @@ def _shown(raw: Any) -> str:
     """A loaded value in a message: its repr, and its type where the repr hides it (a
     checkpoint's ``tensor(4)``, a caller's ``np.int64(4)``)."""
     kind = type(raw)
+    shown = shorten(repr(raw), _SHOWN_CHARS)
     if raw is None or kind in (bool, int, float, str, list, dict, tuple):
-        return repr(raw)
-    return f"{raw!r} (a {kind.__module__}.{kind.__qualname__})"
+        return shown
+    return f"{shown} (a {kind.__module__}.{kind.__qualname__})"
 
 
 def choice_name(choice: Any) -> str:
