@@ -98,10 +98,16 @@ def test_caller_defaults_are_converted_and_checked(kernel):
         "hidden_size in the caller's defaults: invalid int value 'wide'")
 
 
-def test_an_unused_caller_default_is_not_converted_into_a_problem(kernel):
-    resolved = kernel.resolve(["--hidden-size", "8"], defaults={"hidden_size": "wide"},
+def test_an_unused_caller_default_is_still_checked(kernel):
+    """A wrong default is the caller's bug wherever it would land, as a config file's value
+    is checked when the command line overrides it."""
+    resolved = kernel.resolve(["--hidden-size", "8"], defaults={"hidden_size": "16"},
                               environ={})
     assert resolved.hidden_size == 8
+    with pytest.raises(ConfigError) as info:
+        kernel.resolve(["--hidden-size", "8"], defaults={"hidden_size": "wide"}, environ={})
+    assert [p.message.partition(":")[0] for p in info.value.problems] == [
+        "hidden_size in the caller's defaults"]
 
 
 def test_one_argparse_translation_keeps_const_and_choices(kernel):

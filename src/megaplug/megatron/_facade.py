@@ -122,7 +122,9 @@ def validate_args(
     sink = state.problems if state.problems is not None else ProblemSink()
     state.problems = None
     target = _target_with_preflight_switch(target, env, preflight)
-    if defaults:
+    if defaults:  # Megatron's enum members (a caller's defaults) as megaplug's stand-ins
+        defaults = {key: from_native(value, lambda: _declared_enum_types(kernel))
+                    for key, value in defaults.items()}
         kernel.apply_caller_defaults(defaults, values, provenance, sink)
     draft = Draft(values, provenance, kernel.table, sink, target)
     try:
