@@ -1042,6 +1042,13 @@ def print_summary(summary: Mapping[str, Any], fp: str, dist: Dist) -> None:
                + f" | last iteration {summary['last_iteration']} | config {fp[:12]}")
 
 
+def report(message: str) -> None:
+    """``message`` on stderr in one write: the ranks share the launcher's stderr, and
+    unbuffered (PYTHONUNBUFFERED), print's separate newline lets another rank's line in."""
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+
+
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
     """Resolve, check, train; returns the process exit code."""
     import megaplug
@@ -1055,10 +1062,10 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     try:
         args = resolve_args(tokens, env)
     except megaplug.ConfigError as exc:
-        print(f"[rank {rank}] {exc}", file=sys.stderr, flush=True)
+        report(f"[rank {rank}] {exc}")
         return 2
     except TrainingError as exc:
-        print(f"[rank {rank}] error: {exc}", file=sys.stderr, flush=True)
+        report(f"[rank {rank}] error: {exc}")
         return 2
     dist = Dist(args)
     set_threads(env)
@@ -1076,7 +1083,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         dist.close(finished=True)
         return 0
     except TrainingError as exc:
-        print(f"[rank {dist.rank}] error: {exc}", file=sys.stderr, flush=True)
+        report(f"[rank {dist.rank}] error: {exc}")
         return 1
     finally:
         dist.close()
