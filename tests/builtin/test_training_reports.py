@@ -259,7 +259,7 @@ def test_a_global_batch_given_then_restated_still_counts_as_given():
     ((), {"WORLD_SIZE": "0"}, "WORLD_SIZE is 0; a job needs at least one process"),
     (("--global-batch-size", "4"), {"WORLD_SIZE": "0"},
      "WORLD_SIZE is 0; a job needs at least one process"),
-    (("-p", "no:preflight", "--tensor-model-parallel-size", "0"), {},
+    (("--tensor-model-parallel-size", "0"), {},
      "--tensor-model-parallel-size is 0; it must be at least 1"),
 ])
 def test_one_mistake_in_the_training_batch_is_one_problem(argv, environ, only):
@@ -304,3 +304,51 @@ def test_without_the_parallel_plugin_the_world_is_one_rank():
     resolved = resolve("-p", "no:parallel", "--micro-batch-size", "2",
                        environ={"WORLD_SIZE": "4"})
     assert resolved.global_batch_size == 2
+
+
+# -- "was --global-batch-size given?": Megatron's _is_global_batch_size_explicitly_specified --
+
+FACADE_BASE = [*REQUIRED, "--micro-batch-size", "2", "--train-iters", "10", "--lr", "1e-4",
+               "--step-batch-size-schedule", "0:8"]
+
+
+def facade_step_schedule_problems(argv: list[str], *, edit_global_batch: int | None = None,
+                                  defaults: dict | None = None) -> list:
+    """The step-schedule problems of Megatron's parse_args then validate_args (the facade)."""
+    from megaplug.megatron import ConfigError, parse_args, validate_args
+
+    environ = {"RANK": "0", "WORLD_SIZE": "1"}
+    args = parse_args(argv=[*FACADE_BASE, *argv], environ=environ)
+    if edit_global_batch is not None:
+        args.global_batch_size = edit_global_batch
+    try:
+        validate_args(args, defaults, environ=environ, torch_types=False,
+                      target=megaplug.TargetEnvironment(device_capability=(9, 0)))
+    except ConfigError as error:
+        return reported(list(error.problems), "--step-batch-size-schedule")
+    return []
+
+
+STEP_AND_GLOBAL = [("--step-batch-size-schedule and --global-batch-size cannot be used together",
+                    ("--step-batch-size-schedule", "--global-batch-size"),
+                    "the schedule sets the global batch size; drop --global-batch-size")]
+
+
+def test_the_facade_and_resolve_agree_on_a_given_global_batch():
+    """Megatron records whether the parsed arguments held a global batch size; megaplug reads
+    the same fact off the value's provenance, whichever entry point resolved it."""
+    assert facade_step_schedule_problems(["--global-batch-size", "8"]) == STEP_AND_GLOBAL
+    assert reported(problems(*FACADE_BASE, "--global-batch-size", "8"),
+                    "--step-batch-size-schedule") == STEP_AND_GLOBAL
+
+
+def test_a_global_batch_set_after_parsing_was_not_given():
+    # Megatron: _is_global_batch_size_explicitly_specified is False after parse_args, so a
+    # caller that sets args.global_batch_size or passes args_defaults is not refused
+    assert facade_step_schedule_problems([], edit_global_batch=8) == []
+    assert facade_step_schedule_problems([], defaults={"global_batch_size": 8}) == []
+
+
+def test_a_given_global_batch_changed_after_parsing_is_still_given():
+    assert facade_step_schedule_problems(["--global-batch-size", "8"],
+                                         edit_global_batch=16) == STEP_AND_GLOBAL

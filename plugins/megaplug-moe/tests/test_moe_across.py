@@ -22,7 +22,8 @@ def _resolve(extra: Sequence[str], connections: str = "1",
     environ = {"WORLD_SIZE": "8", "RANK": "0", "CUDA_DEVICE_MAX_CONNECTIONS": connections}
     target = megaplug.TargetEnvironment(packages={"transformer_engine": te},
                                         device_capability=(9, 0), environ=environ)
-    return megaplug.resolve(["-p", "no:preflight", *DENSE_GPT, *MOE, *extra], environ=environ, target=target)
+    return megaplug.resolve(["-p", "no:preflight", *DENSE_GPT, *MOE, *extra], environ=environ,
+                            target=target)
 
 
 def _moe_problems(extra: Sequence[str], **kwargs: str) -> list[str]:

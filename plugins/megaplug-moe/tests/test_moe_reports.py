@@ -162,12 +162,17 @@ def test_a_single_aux_loss_coefficient_is_stored_unwrapped():
     assert resolved.source("moe_aux_loss_coeff").inputs == ("moe_aux_loss_coeff",)
 
 
-@pytest.mark.xfail(strict=True, reason="moe bug: the hint's divisor list of a negative expert "
-                   "count is empty and _spoken_list([]) raises IndexError")
-def test_a_negative_expert_count_is_reported_not_raised():
-    found = full_stack_problems("--num-experts", "-3", "--expert-model-parallel-size", "2",
+@pytest.mark.parametrize("experts", ["-3", "-1"])
+def test_a_negative_expert_count_is_reported_not_raised(experts):
+    # once an IndexError: the hint listed the divisors of the count, and a count below one
+    # has none
+    found = full_stack_problems("--num-experts", experts, "--expert-model-parallel-size", "2",
                                 world=2)
-    assert [p.plugin for p in found if "raised" in p.message] == []
+    assert [p.message for p in found if "raised" in p.message] == []
+    assert reported(found, "--num-experts", "--expert-model-parallel-size") == [
+        (f"--num-experts {experts} is not a multiple of --expert-model-parallel-size 2",
+         ("--num-experts", "--expert-model-parallel-size"),
+         "use a positive multiple of 2 experts")]
 
 
 # -- settings no plugin declares yet: the stand-ins of conftest.py ----------------------

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from preflight_launches import MLA, MLA_FUSED, MOE, preflight_problems
+from preflight_launches import MLA, MLA_FUSED, MOE, preflight_problems, problems
 
 #: (id, extra arguments, a fragment of the expected message, a flag the problem names)
 REJECTED = [
@@ -244,3 +244,20 @@ def test_rejected_before_launch(argv: list[str], fragment: str, flag: str) -> No
 @pytest.mark.parametrize("argv", [pytest.param(case[1], id=case[0]) for case in ACCEPTED])
 def test_near_misses_accepted(argv: list[str]) -> None:
     assert preflight_problems(argv) == []
+
+
+def test_a_tensor_parallel_size_of_zero_is_one_problem_not_two() -> None:
+    """The expert tensor-parallel size defaults to the tensor-parallel size: TP 0 is the
+    parallel plugin's problem, and pre-flight does not report its knock-on a second time."""
+    found = problems([*MOE, "--tensor-model-parallel-size", "0"])
+    assert [(p.plugin, p.message, tuple(p.flags)) for p in found] == [
+        ("parallel", "--tensor-model-parallel-size is 0; it must be at least 1",
+         ("--tensor-model-parallel-size",))]
+
+
+def test_an_expert_tensor_parallel_size_of_zero_given_is_its_own_problem() -> None:
+    found = problems([*MOE, "--tensor-model-parallel-size", "0",
+                      "--expert-tensor-parallel-size", "0"])
+    assert [(p.plugin, tuple(p.flags)) for p in found] == [
+        ("parallel", ("--tensor-model-parallel-size",)),
+        ("preflight", ("--expert-tensor-parallel-size",))]

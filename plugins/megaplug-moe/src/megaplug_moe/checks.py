@@ -53,8 +53,14 @@ def experts_divide_over_expert_parallel_ranks(config: Draft) -> None:
     if ep > 1 and n is not None and n % ep:
         config.error(f"--num-experts {n} is not a multiple of --expert-model-parallel-size {ep}",
                      flags=("num_experts", "expert_model_parallel_size"),
-                     hint=f"use a multiple of {ep} experts, or an expert parallel size that "
-                          f"divides {n}: {_spoken_list(_divisors(n))}")
+                     hint=_experts_hint(n, ep))
+
+
+def _experts_hint(n: int, ep: int) -> str:
+    if n < 1:  # no expert parallel size divides a count below one
+        return f"use a positive multiple of {ep} experts"
+    return (f"use a multiple of {ep} experts, or an expert parallel size that divides {n}: "
+            f"{_spoken_list(_divisors(n))}")
 
 
 def grouped_gemm_needs_ampere(config: Draft) -> None:

@@ -28,10 +28,13 @@ def xavier_initialization_unsupported(config: Draft) -> None:
 
 def expert_tensor_parallel_size_positive(config: Draft) -> None:
     """Expert weights are sharded over the expert tensor-parallel ranks: at least one."""
-    if config.get("expert_tensor_parallel_size") == 0:
-        reject(config, "--expert-tensor-parallel-size 0 leaves no rank to hold expert weights",
-               flags=("expert_tensor_parallel_size",),
-               hint="use 1 or more (it defaults to --tensor-model-parallel-size)")
+    if config.get("expert_tensor_parallel_size") != 0:
+        return
+    if config.source("expert_tensor_parallel_size").source == "derived":
+        return  # defaulted from --tensor-model-parallel-size 0, which validation rejects
+    reject(config, "--expert-tensor-parallel-size 0 leaves no rank to hold expert weights",
+           flags=("expert_tensor_parallel_size",),
+           hint="use 1 or more (it defaults to --tensor-model-parallel-size)")
 
 
 CHECKS: tuple[Check, ...] = (

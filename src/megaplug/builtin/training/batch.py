@@ -6,8 +6,8 @@ from typing import Optional
 
 from megaplug import Draft
 
-#: Sources that count as "the user wrote --global-batch-size" for Megatron's
-#: ``_is_global_batch_size_explicitly_specified`` (caller defaults come later in Megatron).
+#: Sources that count as "the user wrote --global-batch-size": Megatron's parse step records
+#: ``_is_global_batch_size_explicitly_specified`` before caller defaults fill the setting.
 _EXPLICIT_SOURCES = frozenset({"command-line", "config-file", "environment", "checkpoint"})
 
 
@@ -32,10 +32,12 @@ def batch_parallel_size(config: Draft) -> Optional[int]:
 
 
 def global_batch_size_was_given(config: Draft) -> bool:
-    """Whether --global-batch-size came from the user, as Megatron's parse step records it."""
-    recorded = config.get("_is_global_batch_size_explicitly_specified")
-    if recorded is not None:
-        return bool(recorded)
+    """Whether --global-batch-size came from the user, as Megatron's parse step records it.
+
+    Megatron keeps the answer on its namespace (``_is_global_batch_size_explicitly_specified``,
+    which the facade sets as well); here it is read off the value's provenance, which holds the
+    same fact for every entry point and is not a setting some plugin would have to declare.
+    """
     record = config.source("global_batch_size")
     while record is not None:
         if record.source in _EXPLICIT_SOURCES:
