@@ -5,6 +5,7 @@
     .venv/bin/python scripts/mutation.py parallel --time-limit 1800
     .venv/bin/python scripts/mutation.py parallel --modules sizes.py pipeline.py
     .venv/bin/python scripts/mutation.py --list
+    .venv/bin/python scripts/mutation.py moe --again          # the survivors, after new tests
 
 Not part of CI: a run takes minutes to an hour on a 2-core machine. The score per plugin
 is recorded in docs/reliability.md ("Mutation testing").
@@ -114,16 +115,30 @@ def stage(target: Target, work: Path, modules: list[str], extra_tests: list[str]
         shutil.rmtree(work)
     (work / "src").mkdir(parents=True)
     shutil.copytree(target.package_dir, work / "src" / target.package, ignore=_ignore)
-    for directory in {*target.copy, *(str(Path(t).parent) for t in extra_tests)}:
-        shutil.copytree(REPO / directory, work / directory, ignore=_ignore, dirs_exist_ok=True)
-    for test in extra_tests:
-        if (REPO / test).is_file():
-            shutil.copy2(REPO / test, work / test)
+    copy_tests(target, work, extra_tests)
     # tests find ../shared from their own path: <work>/tests/x/y.py and, once copied under
     # mutants/, <work>/mutants/plugins/p/tests/y.py both look two levels above the checkout
     (work / "mutants").mkdir()
     for link in (work / "shared", work / "mutants" / "shared"):
         link.symlink_to(SHARED.resolve(), target_is_directory=True)
+    write_config(target, work, modules, extra_tests, jobs_note)
+
+
+def copy_tests(target: Target, work: Path, extra_tests: list[str],
+               roots: tuple[str, ...] = ("",)) -> None:
+    """Copy the target's tests, as they are now, under each of ``roots`` in ``work``."""
+    for root in roots:
+        for directory in {*target.copy, *(str(Path(t).parent) for t in extra_tests)}:
+            shutil.copytree(REPO / directory, work / root / directory, ignore=_ignore,
+                            dirs_exist_ok=True)
+        for test in extra_tests:
+            if (REPO / test).is_file():
+                shutil.copy2(REPO / test, work / root / test)
+
+
+def write_config(target: Target, work: Path, modules: list[str], extra_tests: list[str],
+                 jobs_note: str) -> None:
+    """Write the staging project's mutmut and pytest configuration."""
     if modules:
         patterns = [f"{target.mutate[:-1]}{m}" for m in modules]
     else:
@@ -146,14 +161,17 @@ def stage(target: Target, work: Path, modules: list[str], extra_tests: list[str]
     (work / "pyproject.toml").write_text(pyproject)
 
 
-def run_mutmut(python: str, work: Path, jobs: int, time_limit: float) -> tuple[int, bool]:
-    """Run ``mutmut run`` in ``work``; stop it (and its workers) after ``time_limit`` s."""
+def run_mutmut(python: str, work: Path, jobs: int, time_limit: float,
+               names: list[str] | None = None) -> tuple[int, bool]:
+    """Run ``mutmut run`` in ``work`` (only the ``names`` mutants, when given); stop it (and
+    its workers) after ``time_limit`` s."""
     env = dict(os.environ)
     env["MEGAPLUG_CACHE_DIR"] = str(work / "cache")
     env.pop("MEGAPLUG_PLUGINS", None)
     env["MEGAPLUG_PARITY_DIR"] = str(SHARED / "parity")
-    command = ["nice", "-n", "10", python, "-m", "mutmut", "run", "--max-children", str(jobs)]
-    log = (work / "mutmut.log").open("w")
+    command = ["nice", "-n", "10", python, "-m", "mutmut", "run", "--max-children", str(jobs),
+               *(names or [])]
+    log = (work / "mutmut.log").open("a" if names else "w")
     process = subprocess.Popen(command, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT,
                                start_new_session=True)
     # mutmut and its workers run in their own session: stop them with this script
@@ -175,6 +193,28 @@ def _stop(process: subprocess.Popen) -> int:
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         return process.wait()
+
+
+def judge_again(target: Target, work: Path, python: str, extra_tests: list[str],
+                time_limit: float) -> tuple[int, bool]:
+    """Judge the mutants the last run left alive again, against the tests as they are now.
+
+    For a mutant that new tests should kill: the tests are copied again (mutmut collects
+    which of them call each function), the test selection is written again (a built-in's
+    new ``test_NAME_*.py`` file joins it), and only those mutants run.
+    """
+    config = (work / "pyproject.toml").read_text()
+    (work / "pyproject.toml").write_text(config.replace(
+        config.split("pytest_add_cli_args_test_selection = ", 1)[1].split("\n", 1)[0],
+        json.dumps([*target.tests, *extra_tests])))
+    copy_tests(target, work, extra_tests, roots=("", "mutants"))
+    for cache in work.rglob("__pycache__"):
+        shutil.rmtree(cache, ignore_errors=True)
+    alive = [name for statuses in collect(work).values()
+             for name, status in statuses.items() if status != "killed"]
+    if not alive:
+        return 0, False
+    return run_mutmut(python, work, 1, time_limit, alive)
 
 
 def collect(work: Path) -> dict[str, dict[str, str]]:
@@ -246,9 +286,11 @@ def compact(diff: str) -> str:
 
 
 def report(target: Target, work: Path, python: str, timed_out: bool,
-           seconds: float | None) -> str:
+           seconds: float | None, again: bool = False) -> str:
     results = collect(work)
     took = f"{seconds / 60:.1f} min" if seconds is not None else "the last run, reported again"
+    if again:
+        took = f"the survivors of the last run judged again in {took}"
     lines = [f"mutation run: plugin {target.name}, {took}"
              + (" (stopped at the time limit: partial)" if timed_out else "")]
     lines.append(f"{'module':44} {'mutants':>7} {'killed':>6} {'surv.':>5} {'other':>5} "
@@ -305,6 +347,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", default=str(REPO / ".venv" / "bin" / "python"))
     parser.add_argument("--report-only", action="store_true",
                         help="report the last run in the staging directory again")
+    parser.add_argument("--again", action="store_true",
+                        help="judge the mutants the last run left alive again, against the "
+                             "tests as they are now (after adding tests to kill them)")
     args = parser.parse_args(argv)
     if args.list:
         for name, target in known.items():
@@ -317,14 +362,18 @@ def main(argv: list[str] | None = None) -> int:
     ensure_mutmut(args.python)
     started = time.monotonic()
     timed_out = False
-    if not args.report_only:
+    if args.again:
+        if not (work / "pyproject.toml").exists():
+            parser.error(f"no earlier run in {work} to judge again")
+        code, timed_out = judge_again(target, work, args.python, args.tests, args.time_limit)
+    elif not args.report_only:
         stage(target, work, args.modules, args.tests, f"--jobs {args.jobs}")
         code, timed_out = run_mutmut(args.python, work, args.jobs, args.time_limit)
         if code not in (0, None) and not timed_out and not collect(work):
             sys.stderr.write((work / "mutmut.log").read_text()[-4000:])
             return code
     text = report(target, work, args.python, timed_out,
-                  None if args.report_only else time.monotonic() - started)
+                  None if args.report_only else time.monotonic() - started, args.again)
     (work / "report.txt").write_text(text)
     print(text, end="")
     print(f"(report: {work / 'report.txt'}; mutmut's log: {work / 'mutmut.log'})")

@@ -94,3 +94,26 @@ def test_without_the_owning_plugins_saving_is_neither_async_nor_frozen():
     # plugins: where they are absent, logits are saved synchronously from a training model
     assert reports(["--logits-save-dir", "/tmp/logits", "--logits-save-top-k", "8"],
                    peers=False) == ([ASYNC], [])
+
+
+@dataclass
+class CheckpointingOptions:
+    async_save: Annotated[bool, Flag()] = False
+
+
+class Checkpointing:
+    """Stands in for the checkpointing plugin alone (no training plugin)."""
+
+    megaplug_plugin = PluginInfo(name="checkpointing", description="Test stand-in.")
+
+    @hookimpl
+    def add_args(self, flags: Any) -> None:
+        flags.add_options(CheckpointingOptions)
+
+
+def test_without_the_training_plugin_the_saved_model_is_not_frozen():
+    kernel = megaplug.load(builtins=[Checkpointing(), megaplug_distillation],
+                           environ=NO_AUTOLOAD)[0]
+    resolved = kernel.resolve(["--logits-save-dir", "/tmp/logits", "--logits-save-top-k", "8",
+                               "--async-save"], environ={})
+    assert [(w.message, tuple(w.flags)) for w in resolved.warnings] == [FROZEN]
