@@ -222,3 +222,132 @@ def test_every_problem_is_reported_at_once() -> None:
                                    "--rl-generation-lag", "1", "--micro-batch-size", "2",
                                    "--rl-use-sequence-packing"])
     assert len(problems) == 3
+
+
+# -- each problem whole: the message, every flag it names and the hint -------------------
+
+LOCAL = ["--cuda-graph-impl", "local"]
+SAVER = "torch_memory_saver"
+SEPARATE = ["--rl-inference-tensor-model-parallel-size", "2"]
+GRPO_FLAGS = ("--grpo-prompts-per-step", "--grpo-group-size", "--grpo-iterations")
+INFERENCE_SIZE_FLAGS = ("--rl-inference-tensor-model-parallel-size",
+                        "--rl-inference-pipeline-model-parallel-size",
+                        "--rl-inference-expert-model-parallel-size",
+                        "--rl-inference-expert-tensor-model-parallel-size")
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--rl-persist-cuda-graphs"],
+     ("--rl-persist-cuda-graphs is set but --cuda-graph-impl is none, so no CUDA graphs are "
+      "built to persist", ("--rl-persist-cuda-graphs", "--cuda-graph-impl"),
+      "choose a --cuda-graph-impl (e.g. local), or drop --rl-persist-cuda-graphs")),
+    (["--rl-training-cuda-graphs"],
+     ("--rl-training-cuda-graphs is set but --cuda-graph-impl is none, so no CUDA graphs are "
+      "built for training", ("--rl-training-cuda-graphs", "--cuda-graph-impl"),
+      "choose a --cuda-graph-impl (e.g. local), or drop --rl-training-cuda-graphs")),
+    (["--rl-persist-cuda-graphs", *LOCAL, "--rl-kv-cache-management-mode", "recompute"],
+     ("--rl-persist-cuda-graphs with --rl-kv-cache-management-mode recompute needs KV cache "
+      f"memory at fixed addresses, but neither unified memory nor {SAVER} is available",
+      ("--rl-persist-cuda-graphs", "--rl-kv-cache-management-mode",
+       "--inference-dynamic-batching-unified-memory-level"),
+      "use --rl-kv-cache-management-mode persist, set "
+      f"--inference-dynamic-batching-unified-memory-level 1, or install {SAVER}")),
+    (["--rl-kv-cache-management-mode", "offload", *LOCAL],
+     ("--rl-kv-cache-management-mode offload requires --rl-persist-cuda-graphs: CUDA graphs "
+      "cannot be recaptured while the KV cache is offloaded",
+      ("--rl-kv-cache-management-mode", "--rl-persist-cuda-graphs"),
+      "add --rl-persist-cuda-graphs, or use --rl-kv-cache-management-mode persist or "
+      "recompute")),
+    (["--rl-kv-cache-management-mode", "offload", "--rl-persist-cuda-graphs", *LOCAL,
+      "--inference-dynamic-batching-unified-memory-level", "1"],
+     ("--rl-kv-cache-management-mode offload cannot be combined with unified memory "
+      "(--inference-dynamic-batching-unified-memory-level 1)",
+      ("--rl-kv-cache-management-mode", "--inference-dynamic-batching-unified-memory-level"),
+      "use --inference-dynamic-batching-unified-memory-level 0, or "
+      "--rl-kv-cache-management-mode persist")),
+    (["--rl-offload-inference-model-weights-when-idle", *SEPARATE],
+     ("--rl-offload-inference-model-weights-when-idle needs unified memory "
+      f"(--rl-inference-model-unified-memory-level 1) or the {SAVER} package",
+      ("--rl-offload-inference-model-weights-when-idle",
+       "--rl-inference-model-unified-memory-level"),
+      f"set --rl-inference-model-unified-memory-level 1, or install {SAVER}")),
+    (["--rl-offload-inference-model-weights-when-idle",
+      "--rl-inference-model-unified-memory-level", "1"],
+     ("--rl-offload-inference-model-weights-when-idle requires a separate inference model, "
+      "but inference shares the training model's weights",
+      ("--rl-offload-inference-model-weights-when-idle", *INFERENCE_SIZE_FLAGS),
+      "set an --rl-inference-*-model-parallel-size (or --inference-shards), or drop "
+      "--rl-offload-inference-model-weights-when-idle")),
+    (["--rl-generation-lag", "2"],
+     ("--rl-generation-lag 2 requires --rl-partial-rollouts",
+      ("--rl-generation-lag", "--rl-partial-rollouts"),
+      "add --rl-partial-rollouts, or set --rl-generation-lag 0")),
+    (["--rl-submission-granularity", "R"],
+     ("--rl-submission-granularity R requires --rl-partial-rollouts (rollouts are streamed "
+      "into groups)", ("--rl-submission-granularity", "--rl-partial-rollouts"),
+      "add --rl-partial-rollouts, or use --rl-submission-granularity G or B")),
+    (["--rl-consumption-granularity", "R"],
+     ("--rl-consumption-granularity R is not supported", ("--rl-consumption-granularity",),
+      "use --rl-consumption-granularity G or B")),
+    (["--rl-submission-granularity", "B", "--rl-consumption-granularity", "G"],
+     ("--rl-submission-granularity B cannot be combined with --rl-consumption-granularity G",
+      ("--rl-submission-granularity", "--rl-consumption-granularity"),
+      "use --rl-submission-granularity G (or R with --rl-partial-rollouts), or "
+      "--rl-consumption-granularity B")),
+    (["--rl-use-sequence-packing", "--micro-batch-size", "2"],
+     ("--rl-use-sequence-packing requires --micro-batch-size 1, got 2",
+      ("--rl-use-sequence-packing", "--micro-batch-size"),
+      "set --micro-batch-size 1 and raise --seq-length for more work per micro batch, or "
+      "drop --rl-use-sequence-packing")),
+    (["--grpo-prompts-per-step", "3"],
+     ("--grpo-prompts-per-step 3 x --grpo-group-size 2 x --grpo-iterations 2 = 12 rollouts "
+      "per inference phase is not a multiple of --global-batch-size 64",
+      (*GRPO_FLAGS, "--global-batch-size"),
+      "make the product a multiple of 64, or use a global batch size that divides 12")),
+    (["--save-interval", "3"],
+     ("--save-interval 3 is not a multiple of the 2 training iterations of one GRPO inference "
+      "phase (128 rollouts / --global-batch-size 64)",
+      ("--save-interval", *GRPO_FLAGS, "--global-batch-size"),
+      "use a multiple of 2 for --save-interval, since generated rollouts are not "
+      "checkpointed")),
+    (["--exit-interval", "3", "--grpo-prompts-per-step", "0"],
+     ("--exit-interval 3 cannot be aligned with GRPO inference phases that generate no "
+      "rollouts (--grpo-prompts-per-step 0 x --grpo-group-size 2 x --grpo-iterations 2 = 0)",
+      ("--exit-interval", *GRPO_FLAGS),
+      "make --grpo-prompts-per-step, --grpo-group-size and --grpo-iterations positive, or "
+      "drop --exit-interval")),
+    (["--rl-offload-optimizer-during-inference", "--skip-train", "--no-load-optim"],
+     ("--rl-offload-optimizer-during-inference has no optimizer to offload: --skip-train with "
+      "--no-load-optim builds none",
+      ("--rl-offload-optimizer-during-inference", "--skip-train", "--no-load-optim"),
+      "drop --rl-offload-optimizer-during-inference for an inference-only run")),
+])
+def test_each_problem_whole(argv: list[str], expected: tuple) -> None:
+    with pytest.raises(megaplug.ConfigError) as info:
+        resolve([*BASE, *argv])
+    assert [(p.message, tuple(p.flags), p.hint) for p in info.value.problems] == [expected]
+
+
+@pytest.mark.parametrize("argv", [
+    ["--rl-persist-cuda-graphs", *LOCAL, "--rl-kv-cache-management-mode", "recompute",
+     "--inference-dynamic-batching-unified-memory-level", "1"],
+    ["--rl-offload-inference-model-weights-when-idle", "--inference-shards", "2",
+     "--rl-inference-model-unified-memory-level", "1"],
+    ["--rl-offload-inference-model-weights-when-idle", "--context-parallel-size", "2",
+     "--rl-inference-model-unified-memory-level", "1"],
+    ["--rl-generation-lag", "0"],
+    ["--rl-generation-lag", "1", "--rl-partial-rollouts"],
+    ["--rl-offload-optimizer-during-inference", "--skip-train"],
+    ["--rl-offload-optimizer-during-inference", "--no-load-optim"],
+    ["--exit-interval", "4", "--save-interval", "2"],
+])
+def test_near_misses_pass(argv: list[str]) -> None:
+    assert resolve([*BASE, *argv]).perform_rl_step is True
+
+
+@pytest.mark.parametrize("argv", [
+    ["--rl-persist-cuda-graphs", *LOCAL, "--rl-kv-cache-management-mode", "recompute"],
+    ["--rl-offload-inference-model-weights-when-idle", *SEPARATE],
+])
+def test_the_memory_saver_keeps_addresses_fixed(argv: list[str]) -> None:
+    assert resolve([*BASE, *argv], WITH_SAVER).perform_rl_step is True
