@@ -214,7 +214,23 @@ def judge_again(target: Target, work: Path, python: str, extra_tests: list[str],
              for name, status in statuses.items() if status != "killed"]
     if not alive:
         return 0, False
-    return run_mutmut(python, work, 1, time_limit, alive)
+    judged = _exit_codes(work)
+    outcome = run_mutmut(python, work, 1, time_limit, alive)
+    # mutmut forgets what it did not run this time: the mutants killed before stay killed
+    for meta, before in judged.items():
+        if meta.exists():
+            data = json.loads(meta.read_text())
+            codes = data["exit_code_by_key"]
+            for key, code in before.items():
+                if key not in alive and codes.get(key) is None:
+                    codes[key] = code
+            meta.write_text(json.dumps(data))
+    return outcome
+
+
+def _exit_codes(work: Path) -> dict[Path, dict[str, int | None]]:
+    return {meta: json.loads(meta.read_text())["exit_code_by_key"]
+            for meta in (work / "mutants" / "src").rglob("*.py.meta")}
 
 
 def collect(work: Path) -> dict[str, dict[str, str]]:
