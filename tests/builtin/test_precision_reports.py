@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ppe_support import problems, resolve  # noqa: E402
 
-from megaplug import TorchDType  # noqa: E402
+from megaplug import PluginInfo, TorchDType, hookimpl  # noqa: E402
 
 SHARDED = ("needs sharded parameters: --use-distributed-optimizer, or a fully sharded "
            "data-parallel implementation")
@@ -152,3 +152,65 @@ def test_output_dtypes_provenance():
         TorchDType("float32"), "derived", "", ("logit_dtype",))
     assert provenance(resolved, "mamba_training_ssm_states_dtype") == (
         TorchDType("bfloat16"), "derived", "", ("mamba_training_ssm_states_dtype",))
+
+
+# -- settings of other plugins, as they come: absent, or changed after precision saw them --
+
+
+def _kernel(*extra):
+    from megaplug._kernel import Kernel
+    from megaplug._plugins import PluginSelection, PluginSet
+    from megaplug.builtin import parallel, precision
+    from ppe_support import Neighbours
+
+    return Kernel(PluginSet(PluginSelection(autoload=False),
+                            builtins=[parallel, precision, Neighbours(), *extra]))
+
+
+def _resolve(kernel, argv):
+    from ppe_support import ENV, target
+
+    return kernel.resolve(list(argv), environ=dict(ENV), target=target(ENV))
+
+
+def test_without_the_experimental_plugin_main_gradients_are_fp32():
+    # --main-grads-dtype belongs to the experimental plugin; fp32 is Megatron's default
+    resolved = _resolve(_kernel(), ["--bf16"])
+    assert "main_grads_dtype" not in resolved
+    assert provenance(resolved, "accumulate_allreduce_grads_in_fp32") == (
+        True, "derived", "bf16 training accumulates gradients in fp32",
+        ("bf16", "main_grads_dtype"))
+
+
+class _TurnsDistributedOptimizerOff:
+    """Stands in for a plugin turning the distributed optimizer off after precision's
+    checks would have seen it on (for a reason named by ``cause``)."""
+
+    def __init__(self, cause: str) -> None:
+        self.cause = cause
+        self.megaplug_plugin = PluginInfo(name=f"off_by_{cause}", after=("parallel",))
+
+    @hookimpl
+    def derive(self, config) -> None:
+        if config.use_distributed_optimizer:
+            config.set("use_distributed_optimizer", False, inputs=(self.cause,),
+                       reason="turned off after the precision checks")
+
+
+GATHER = ["--fp8-format", "e4m3", "--fp8-param-gather", "--use-distributed-optimizer"]
+
+
+@pytest.mark.parametrize("cause", ["freeze_all_layers", "optimizer"])
+def test_a_distributed_optimizer_turned_off_later_still_shards_the_gather(cause):
+    resolved = _resolve(_kernel(_TurnsDistributedOptimizerOff(cause)), GATHER)
+    assert resolved.use_distributed_optimizer is False
+    assert resolved.fp8_param_gather is True
+
+
+def test_a_distributed_optimizer_turned_off_for_another_reason_does_not():
+    import megaplug
+
+    with pytest.raises(megaplug.ConfigError) as info:
+        _resolve(_kernel(_TurnsDistributedOptimizerOff("seq_length")), GATHER)
+    assert [(p.message, tuple(p.flags)) for p in info.value.problems] == [
+        (f"--fp8-param-gather {SHARDED}", ("--fp8-param-gather", "--use-distributed-optimizer"))]
