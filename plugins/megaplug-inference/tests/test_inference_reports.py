@@ -6,7 +6,10 @@ from __future__ import annotations
 import pytest
 
 import megaplug
-from megaplug import TorchDType
+import megaplug_inference
+from megaplug import PluginInfo, TargetEnvironment, TorchDType, hookimpl
+from megaplug._kernel import Kernel
+from megaplug._plugins import PluginSelection, PluginSet
 from megaplug_inference import InferenceCudaGraphScope as Scope
 
 LOCAL = ("--cuda-graph-impl", "local")
@@ -192,3 +195,27 @@ def test_mamba_state_dtypes_provenance(resolve):
     assert provenance(resolved, "mamba_inference_ssm_states_dtype") == (
         TorchDType("bfloat16"), "derived", "dtype name to torch dtype",
         ("mamba_inference_ssm_states_dtype",))
+
+
+class _TrainingOnly:
+    """Stands in for the training plugin alone: no parallel plugin declares the pipeline
+    size, which then is Megatron's default of 1."""
+
+    megaplug_plugin = PluginInfo(name="training", description="Stand-in without parallel.")
+
+    @hookimpl
+    def add_args(self, flags):
+        flags.add_argument("--cuda-graph-impl", default="none")
+
+
+def test_without_the_parallel_plugin_there_is_no_pipeline():
+    kernel = Kernel(PluginSet(PluginSelection(autoload=False),
+                              builtins=[_TrainingOnly(), megaplug_inference]))
+    with pytest.raises(megaplug.ConfigError) as info:
+        kernel.resolve([THRESHOLD, "4"], environ={},
+                       target=TargetEnvironment(device_capability=(9, 0), environ={}))
+    assert [(p.message, tuple(p.flags), p.hint) for p in info.value.problems] == [
+        ("--inference-batch-times-seqlen-threshold 4 needs pipeline parallelism "
+         "(--pipeline-model-parallel-size 1)",
+         ("--inference-batch-times-seqlen-threshold", "pipeline_model_parallel_size"),
+         "set --pipeline-model-parallel-size above 1, or the threshold to -1")]
