@@ -3,6 +3,8 @@ every warning with its flags; and each derivation's value, why and from what."""
 
 from __future__ import annotations
 
+import enum
+
 import pytest
 
 import megaplug
@@ -219,3 +221,48 @@ def test_without_the_parallel_plugin_there_is_no_pipeline():
          "(--pipeline-model-parallel-size 1)",
          ("--inference-batch-times-seqlen-threshold", "pipeline_model_parallel_size"),
          "set --pipeline-model-parallel-size above 1, or the threshold to -1")]
+
+
+# -- a scope set on a Megatron namespace (megaplug.megatron), where no choice check applies --
+
+
+class InferenceCudaGraphScope(enum.IntEnum):
+    """Another enum of the scope's name (an IntEnum's str() is its number, not its name)."""
+
+    none = 0
+    layer = 1
+    block = 2
+
+
+FACADE = ["--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4",
+          "--seq-length", "128", "--max-position-embeddings", "128", "--micro-batch-size", "2",
+          "--train-iters", "10", "--lr", "1e-4", *LOCAL]
+
+
+def scope_on_namespace(value, *argv: str):
+    """The scope validate_args gives ``value`` set on the namespace (or its problems)."""
+    from megaplug.megatron import ConfigError, parse_args, validate_args
+
+    environ = {"RANK": "0", "WORLD_SIZE": "1"}
+    args = parse_args(argv=[*FACADE, *argv], environ=environ)
+    args.inference_cuda_graph_scope = value
+    try:
+        validate_args(args, environ=environ, torch_types=False,
+                      target=TargetEnvironment(device_capability=(9, 0),
+                                               packages={"transformer_engine": "2.17.1"}))
+    except ConfigError as error:
+        return [(p.message, tuple(p.flags), p.hint) for p in error.problems]
+    return args.inference_cuda_graph_scope
+
+
+@pytest.mark.parametrize("value", [InferenceCudaGraphScope.block, "block",
+                                   "InferenceCudaGraphScope.block", "a.b.block"])
+@pytest.mark.parametrize("retired", [(), ("--cuda-graph-modules", "full_iteration_inference")])
+def test_a_scope_is_read_by_its_last_dotted_name(value, retired):
+    assert scope_on_namespace(value, *retired) is Scope.block
+
+
+def test_a_scope_of_no_known_name_is_a_problem():
+    assert scope_on_namespace("bogus") == [
+        ("--inference-cuda-graph-scope 'bogus' is not a scope", ("--inference-cuda-graph-scope",),
+         "choose none, layer or block")]
