@@ -351,3 +351,48 @@ def test_near_misses_pass(argv: list[str]) -> None:
 ])
 def test_the_memory_saver_keeps_addresses_fixed(argv: list[str]) -> None:
     assert resolve([*BASE, *argv], WITH_SAVER).perform_rl_step is True
+
+
+# -- without the plugins owning the settings the checks read: Megatron's defaults ---------
+
+
+def rl_alone_problems(argv: Sequence[str]) -> list[str]:
+    kernel, _ = megaplug.load(builtins=[megaplug_rl], environ=NO_AUTOLOAD)
+    try:
+        kernel.resolve(["--perform-rl-step", *argv], environ={}, target=NO_SAVER)
+    except megaplug.ConfigError as error:
+        return [p.message for p in error.problems]
+    return []
+
+
+def test_alone_no_cuda_graphs_and_no_unified_memory() -> None:
+    # no --cuda-graph-impl (training) means none; no unified memory level (inference) is 0
+    assert rl_alone_problems(["--rl-persist-cuda-graphs", "--rl-kv-cache-management-mode",
+                              "recompute"]) == [
+        "--rl-persist-cuda-graphs is set but --cuda-graph-impl is none, so no CUDA graphs are "
+        "built to persist",
+        "--rl-persist-cuda-graphs with --rl-kv-cache-management-mode recompute needs KV cache "
+        f"memory at fixed addresses, but neither unified memory nor {SAVER} is available"]
+    assert rl_alone_problems(["--rl-training-cuda-graphs"]) == [
+        "--rl-training-cuda-graphs is set but --cuda-graph-impl is none, so no CUDA graphs are "
+        "built for training"]
+
+
+def test_alone_no_context_parallelism() -> None:
+    assert rl_alone_problems(["--rl-offload-inference-model-weights-when-idle",
+                              "--rl-inference-model-unified-memory-level", "1"]) == [
+        "--rl-offload-inference-model-weights-when-idle requires a separate inference model, "
+        "but inference shares the training model's weights"]
+
+
+def test_a_context_parallel_size_of_zero_is_not_context_parallelism() -> None:
+    with pytest.raises(megaplug.ConfigError):
+        resolve([*BASE, "--rl-offload-inference-model-weights-when-idle",
+                 "--rl-inference-model-unified-memory-level", "1",
+                 "--context-parallel-size", "0"])
+
+
+def test_intervals_without_a_global_batch_size_are_not_checked() -> None:
+    resolved = resolve(["--perform-rl-step", "--micro-batch-size", "1", "--save-interval", "3",
+                        "--exit-interval", "5"])
+    assert (resolved.save_interval, resolved.exit_interval) == (3, 5)
