@@ -12,6 +12,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from model_ckpt_support import BASE, problems, resolve  # noqa: E402
 
+import megaplug  # noqa: E402
+from megaplug import PluginInfo, hookimpl  # noqa: E402
+from megaplug.builtin import checkpointing  # noqa: E402
+
 SAVE = ["--save", "/c", "--save-interval", "100"]
 NVRX = {"nvidia_resiliency_ext": "0.4.1"}
 LOCAL = ["--non-persistent-ckpt-type", "local", "--non-persistent-local-ckpt-dir", "/x"]
@@ -222,3 +226,48 @@ def test_a_given_exit_on_missing_checkpoint_is_kept():
     resolved = resolve([*BASE, "--ckpt-convert-format", "torch", "--ckpt-convert-save", "/s",
                         "--load", "/l", "--exit-on-missing-checkpoint"])
     assert resolved.source("exit_on_missing_checkpoint").source == "command-line"
+
+
+# -- without the plugins owning the settings the rules read: Megatron's defaults ----------
+
+
+def alone(*extra):
+    return megaplug.load([], environ={"MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD": "1"},
+                         builtins=[checkpointing, *extra])[0]
+
+
+@pytest.mark.parametrize("argv", [
+    ["--ckpt-format", "torch_dcp"],  # no parallel plugin: no model parallelism
+    ["--ckpt-format", "fsdp_dtensor"],  # no training plugin: the adam optimizer
+    # no parallel plugin: its Gloo process groups are on
+    ["--dist-ckpt-optim-fully-reshardable", "--distrib-optim-fully-reshardable-mem-efficient"],
+])
+def test_alone_the_other_plugins_settings_take_megatrons_defaults(argv):
+    resolved = alone().resolve(argv, environ={})
+    assert resolved.ckpt_format in ("torch_dcp", "fsdp_dtensor", "torch_dist")
+
+
+class _GlooAndDistributedOptimizer:
+    """The parallel plugin's Gloo and distributed-optimizer switches, without training."""
+
+    megaplug_plugin = PluginInfo(name="parallel", description="test stand-in",
+                                 before=("checkpointing",))
+
+    @hookimpl
+    def add_args(self, flags) -> None:
+        flags.add_argument("--disable-gloo-process-groups", dest="use_gloo_process_groups",
+                           action="store_false")
+        flags.add_argument("--use-distributed-optimizer", action="store_true")
+
+
+def test_without_the_training_plugin_the_optimizer_is_adam():
+    with pytest.raises(megaplug.ConfigError) as info:
+        alone(_GlooAndDistributedOptimizer()).resolve(
+            ["--disable-gloo-process-groups", "--use-distributed-optimizer", "--ckpt-format",
+             "torch"], environ={})
+    assert [p.flags for p in info.value.problems] == [
+        ("--disable-gloo-process-groups", "--use-distributed-optimizer", "--ckpt-format")]
+
+
+def test_overlapping_the_parameter_gather_alone_is_fine():
+    assert resolve([*BASE, "--overlap-param-gather"]).overlap_param_gather is True
