@@ -5,9 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from dataclasses import dataclass
+
 import pytest
+from typing_extensions import Annotated
 
 import megaplug
+import megaplug_gtp
+from megaplug import Computed, FromEnv, PluginInfo, hookimpl
 
 GTP = ("--tensor-model-parallel-size", "2", "--tensor-parallel-num-weight-shards", "4")
 NAMED = "GTP (--tensor-parallel-num-weight-shards / --expert-tensor-parallel-num-weight-shards)"
@@ -193,3 +198,67 @@ def test_nccl_simple_protocol_is_pointed_out(resolve):
     assert warned(resolve(*GTP, env={"NCCL_PROTO": "Simple"})) == [
         ("GTP usually runs faster with NCCL_PROTO=LL128 or LL than with NCCL_PROTO=Simple", ())]
     assert warned(resolve(*GTP, env={"NCCL_PROTO": "LL128"})) == []
+
+
+def test_no_gtp_leaves_the_data_parallel_size_alone(resolve):
+    resolved = resolve("--tensor-model-parallel-size", "2")
+    assert resolved.data_parallel_size == 4
+    assert resolved.source("data_parallel_size").plugin == "parallel"
+
+
+def test_the_refined_data_parallel_size_is_a_whole_number(resolve):
+    assert type(resolve(*GTP).data_parallel_size) is int
+
+
+def test_expert_rematerialization_alone_turns_the_checks_on(reported):
+    assert reported("--expert-tensor-parallel-size", "2",
+                    "--expert-tensor-parallel-num-weight-shards", "4",
+                    "--ddp-average-in-collective") == [
+        (f"{NAMED} does not work with --ddp-average-in-collective",
+         ("--ddp-average-in-collective",), "drop --ddp-average-in-collective")]
+
+
+@dataclass
+class _Sizes:
+    world_size: Annotated[int, FromEnv("WORLD_SIZE")] = 1
+    data_parallel_size: Annotated[int, Computed()] = 1
+
+
+class _ParallelOnly:
+    """The parallel plugin's sizes alone: no training (--cuda-graph-impl) and no
+    checkpointing (--ckpt-format) plugin, whose settings are then Megatron's defaults."""
+
+    megaplug_plugin = PluginInfo(name="parallel")
+
+    @hookimpl
+    def add_args(self, flags: Any) -> None:
+        flags.add_argument("--tensor-model-parallel-size", type=int, default=1)
+        flags.add_options(_Sizes)
+
+    @hookimpl
+    def derive(self, config: Any) -> None:
+        config.set("data_parallel_size",
+                   config.world_size // config.tensor_model_parallel_size)
+
+
+class _PrecisionOnly:
+    megaplug_plugin = PluginInfo(name="precision")
+
+
+def test_without_training_and_checkpointing_their_defaults_apply():
+    kernel, _ = megaplug.load(builtins=[_ParallelOnly(), _PrecisionOnly(), megaplug_gtp],
+                              environ={"MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    environ = {"WORLD_SIZE": "8"}
+    resolved = kernel.resolve(list(GTP), environ=environ, target=megaplug.TargetEnvironment(
+        device_capability=BLACKWELL, environ=environ))
+    assert resolved.gtp_weight_remat_size == 2
+
+
+def test_a_tensor_parallel_size_of_zero_splits_weights_as_one():
+    # the parallel plugin refuses TP 0; GTP reads it as 1 and adds nothing of its own
+    from megaplug.testing import resolve as resolve_all
+
+    with pytest.raises(megaplug.ConfigError) as info:
+        resolve_all("--tensor-model-parallel-size", "0",
+                    "--tensor-parallel-num-weight-shards", "3", environ={"WORLD_SIZE": "8"})
+    assert [p.plugin for p in info.value.problems] == ["parallel"]
