@@ -266,3 +266,17 @@ def test_a_scope_of_no_known_name_is_a_problem():
     assert scope_on_namespace("bogus") == [
         ("--inference-cuda-graph-scope 'bogus' is not a scope", ("--inference-cuda-graph-scope",),
          "choose none, layer or block")]
+
+
+def test_the_retired_scope_flag_spelling_migrates_too():
+    # --cuda-graph-scope is the training plugin's retired alias of --cuda-graph-modules
+    from megaplug.testing import resolve as resolve_all
+
+    resolved = resolve_all("--cuda-graph-impl", "local", "--cuda-graph-scope",
+                           "full_iteration_inference", environ={"WORLD_SIZE": "1"},
+                           target=TargetEnvironment(device_capability=(9, 0),
+                                                    packages={"transformer_engine": "2.17.1"}))
+    assert resolved.inference_cuda_graph_scope is Scope.block
+    assert [(w.message, tuple(w.flags)) for w in resolved.warnings if w.plugin == "inference"] == [
+        ("--cuda-graph-modules full_iteration_inference is deprecated; setting "
+         "--inference-cuda-graph-scope=block instead", MIGRATION_FLAGS)]
