@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dlr_support import BASE, kernel, problems, resolve  # noqa: E402
 
 import megaplug  # noqa: E402
+from megaplug import PluginInfo, hookimpl  # noqa: E402
 
 FIM = ["--fim-data", "--data-path", "d", "--split", "1"]
 PACKED = ["--calculate-per-token-loss"]
@@ -262,3 +263,71 @@ def test_sbhd_validation_packs_nothing():
 ])
 def test_tokenizer_inputs_whole(argv, expected):
     assert warned(argv) == expected
+
+
+def test_the_sft_mock_lengths_are_whole_numbers():
+    resolved = resolve(["--sft", "--mock-data", "--seq-length", "10", "--micro-batch-size", "2",
+                        "--max-position-embeddings", "128"], base=False)
+    assert '"min_seq_len": 5,' in resolved.sft_mock_dataset_config_json
+
+
+# -- without the plugins owning the settings the rules read: Megatron's defaults ----------
+
+
+class _ParallelSizesOnly:
+    """The parallel plugin with no settings but the context-parallel size (no dynamic
+    context parallelism), and no training plugin (no per-token loss)."""
+
+    megaplug_plugin = PluginInfo(name="parallel", description="test stand-in")
+
+    def __init__(self, context_parallel: bool) -> None:
+        self.context_parallel = context_parallel
+
+    @hookimpl
+    def add_args(self, flags) -> None:
+        if self.context_parallel:
+            flags.add_argument("--context-parallel-size", type=int, default=1)
+
+
+def alone(argv, context_parallel: bool = False) -> list[tuple]:
+    from megaplug._kernel import Kernel
+    from megaplug._plugins import PluginSelection, PluginSet
+    from megaplug.builtin import data
+
+    kernel = Kernel(PluginSet(PluginSelection(autoload=False),
+                              builtins=[data, _ParallelSizesOnly(context_parallel)]))
+    try:
+        kernel.resolve(["--seq-length", "130", *argv], environ={},
+                       target=megaplug.TargetEnvironment(environ={}))
+    except megaplug.ConfigError as error:
+        return [(p.message, tuple(p.flags)) for p in error.problems]
+    return []
+
+
+def test_alone_packing_needs_the_per_token_loss_and_picks_dp_balanced():
+    assert alone(["--use-varlen-dataset"]) == [
+        ("sequence packing (--sequence-packing-scheduler dp_balanced) needs "
+         "--calculate-per-token-loss",
+         ("--sequence-packing-scheduler", "calculate_per_token_loss"))]
+
+
+def test_alone_there_is_no_context_parallelism():
+    assert alone([]) == []
+
+
+def test_a_context_parallel_size_of_zero_is_no_context_parallelism():
+    assert alone(["--context-parallel-size", "0"], context_parallel=True) == []
+
+
+def test_phase_transitions_already_parsed_are_kept():
+    from megaplug.megatron import parse_args, validate_args
+
+    environ = {"RANK": "0", "WORLD_SIZE": "1"}
+    args = parse_args(argv=["--num-layers", "2", "--hidden-size", "64",
+                            "--num-attention-heads", "4", "--seq-length", "128",
+                            "--max-position-embeddings", "128", "--micro-batch-size", "2",
+                            "--train-iters", "10", "--lr", "1e-4"], environ=environ)
+    args.phase_transition_iterations = [100, 300]
+    validate_args(args, environ=environ, torch_types=False,
+                  target=megaplug.TargetEnvironment(device_capability=(9, 0)))
+    assert args.phase_transition_iterations == [100, 300]
