@@ -200,3 +200,49 @@ def test_optimizer_dtypes_provenance():
 ])
 def test_lower_precision_optimizer_state_whole(argv, expected):
     assert warned(resolve(argv)) == expected
+
+
+def test_without_the_parallel_plugin_a_pattern_sets_no_pipeline():
+    from megaplug._kernel import Kernel
+    from megaplug._plugins import PluginSelection, PluginSet
+    from megaplug.builtin import experimental
+
+    kernel = Kernel(PluginSet(PluginSelection(autoload=False), builtins=[experimental]))
+    resolved = kernel.resolve([P, "M*|M*"], environ={})
+    assert resolved.hybrid_layer_pattern == "M*|M*"
+    assert "virtual_pipeline_model_parallel_size" not in resolved
+
+
+def test_virtual_stages_are_a_whole_number():
+    resolved = resolve([P, "M*|M*|M*|M*", *PP2], env=WORLD2)
+    assert type(resolved.virtual_pipeline_model_parallel_size) is int
+
+
+def test_a_pattern_without_mtp_has_zero_depths():
+    from megaplug.builtin.experimental.hybrid import parse_hybrid_pattern
+
+    assert parse_hybrid_pattern("M*M*").mtp_depths == 0
+
+
+def test_a_pipe_in_the_mtp_pattern_whole():
+    assert whole([P, "M*/M|*"]) == [
+        ("--hybrid-layer-pattern 'M*/M|*': the MTP pattern may not contain '|' (position 1); "
+         "pipeline segments belong to the main pattern", ("--hybrid-layer-pattern",),
+         "use M, G, *, D, - and E for layers, '|' between pipeline segments and '/' before each "
+         "MTP depth")]
+
+
+@pytest.mark.parametrize("text, parsed", [("BLOCK_M=1", ("BLOCK_M", 1)),
+                                          ("BLOCK_SIZE=2", ("BLOCK_SIZE", 2))])
+def test_the_smallest_block_sizes(text, parsed):
+    from megaplug.builtin.experimental.converters import parse_block_size
+
+    assert parse_block_size(text) == parsed
+
+
+def test_a_bad_block_size_says_what_is_expected():
+    from megaplug.builtin.experimental.converters import parse_block_size
+
+    with pytest.raises(ValueError) as info:
+        parse_block_size("BLOCK_M=0")
+    assert str(info.value) == "expected BLOCK_NAME=positive_integer, e.g. BLOCK_SIZE=128"
