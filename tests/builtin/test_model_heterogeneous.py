@@ -109,3 +109,61 @@ def test_no_config_means_no_check():
     assert (resolve(["--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "8",
                      "--max-position-embeddings", "128"])
             .heterogeneous_layers_config_encoded_json is None)
+
+
+ENCODED = "--heterogeneous-layers-config-encoded-json"
+
+
+@pytest.mark.parametrize("text, expected", [
+    (json.dumps({**HF_CONFIG, "hidden_act": "gelu"}),
+     (f"{ENCODED}: hidden_act is 'gelu'; heterogeneous models must use 'silu'", (ENCODED,),
+      "use a config whose hidden_act is silu")),
+    ("[1]", (f"{ENCODED}: not valid JSON (the top level is not an object)", (ENCODED,),
+             "give a HuggingFace-style config.json object")),
+    (json.dumps({k: v for k, v in HF_CONFIG.items() if k != "rope_theta"}),
+     (f"{ENCODED}: the heterogeneous config lacks a usable entry (KeyError: 'rope_theta')",
+      (ENCODED,), "the config needs hidden_act, block_configs, num_hidden_layers, hidden_size, "
+                  "num_attention_heads, tie_word_embeddings, rope_theta and rope_scaling.factor")),
+    (json.dumps({**HF_CONFIG, "block_configs": [{"attention": {"n_heads_in_group": n}}
+                                                for n in (4, 2)]}),
+     (f"{ENCODED}: n_heads_in_group differs between layers ([2, 4]); every attention layer must "
+      "use the same number", (ENCODED,), "use one n_heads_in_group for all attention layers")),
+])
+def test_each_unusable_config_whole(text, expected):
+    assert [(p.message, tuple(p.flags), p.hint)
+            for p in problems(MATCHING + [ENCODED, text])] == [expected]
+
+
+def test_an_unreadable_file_whole(tmp_path):
+    path = tmp_path / "none.json"
+    assert [(p.message, tuple(p.flags), p.hint)
+            for p in problems(MATCHING + ["--heterogeneous-layers-config-path", str(path)])] == [
+        (f"--heterogeneous-layers-config-path {path}: cannot read the file (No such file or "
+         "directory)", ("--heterogeneous-layers-config-path",),
+         "give the path of an existing JSON file")]
+
+
+def test_a_disagreeing_command_line_whole(config_file):
+    found = problems(["--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "8",
+                      "--max-position-embeddings", "128", "--swiglu", "--rotary-base", "500000",
+                      "--heterogeneous-layers-config-path", str(config_file)])
+    assert [(p.message, tuple(p.flags), p.hint) for p in found] == [
+        ("the heterogeneous layers config disagrees with the command line: --normalization is "
+         "'LayerNorm' but the config needs 'RMSNorm', --group-query-attention is False but the "
+         "config needs True, --position-embedding-type is 'learned_absolute' but the config "
+         "needs 'rope', --use-rope-scaling is False but the config needs True, "
+         "--use-rotary-position-embeddings is False but the config needs True, "
+         "--untie-embeddings-and-output-weights is False but the config needs True, "
+         "--num-query-groups is 1 but the config needs 2",
+         ("--normalization", "--group-query-attention", "--position-embedding-type",
+          "--use-rope-scaling", "--use-rotary-position-embeddings",
+          "--untie-embeddings-and-output-weights", "--num-query-groups",
+          "--heterogeneous-layers-config-path"),
+         "set these flags to the values the heterogeneous config implies")]
+
+
+def test_a_file_is_kept_as_encoded_json_provenance(config_file):
+    resolved = resolve(MATCHING + ["--heterogeneous-layers-config-path", str(config_file)])
+    record = resolved.source(ENCODED[2:].replace("-", "_"))
+    assert (record.source, record.reason, tuple(record.inputs)) == (
+        "normalized", f"read from {config_file}", ("heterogeneous_layers_config_path",))

@@ -182,3 +182,35 @@ def test_swiglu_width_rounds_down_to_a_multiple_of_64(hidden, expected):
     argv = ["--num-layers", "2", "--hidden-size", str(hidden), "--num-attention-heads", "4",
             "--max-position-embeddings", "128", "--swiglu"]
     assert resolve(argv).ffn_hidden_size == expected
+
+
+@pytest.mark.parametrize("hidden, heads, examples", [("-64", "3", "8, 16, 32, 64"),
+                                                      ("0", "0", "1")])
+def test_the_head_count_hint_of_odd_widths(hidden, heads, examples):
+    argv = ["--num-layers", "2", "--hidden-size", hidden, "--num-attention-heads", heads,
+            "--max-position-embeddings", "128"]
+    assert [p.hint for p in problems(argv)] == [
+        f"use a head count that divides {hidden} (e.g. {examples}), or set --kv-channels "
+        "explicitly"]
+
+
+def test_hidden_state_mixing_below_two_mtp_layers_whole():
+    resolved = resolve([*BASE, "--position-embedding-type", "rope", "--mtp-hsm",
+                        "--mtp-num-layers", "1"])
+    assert provenance(resolved, "mtp_hsm") == (
+        False, "derived", "fewer than two MTP layers", ("mtp_num_layers",))
+    assert [(w.message, tuple(w.flags)) for w in resolved.warnings] == [
+        ("--mtp-hsm needs at least two MTP layers to mix anything, but --mtp-num-layers is 1: "
+         "hidden-state mixing is turned off", ("--mtp-hsm", "--mtp-num-layers"))]
+
+
+def test_without_the_plugins_owning_fusions_and_softmax_nothing_is_set_for_them():
+    import megaplug
+    from megaplug.builtin import model
+
+    kernel = megaplug.load([], environ={"MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD": "1"},
+                           builtins=[model])[0]
+    resolved = kernel.resolve([*BASE, "--disable-bias-linear",
+                               "--apply-query-key-layer-scaling"], environ={})
+    assert "bias_gelu_fusion" not in resolved and "apply_rope_fusion" not in resolved
+    assert "attention_softmax_in_fp32" not in resolved
