@@ -214,3 +214,34 @@ def test_without_the_plugins_owning_fusions_and_softmax_nothing_is_set_for_them(
                                "--apply-query-key-layer-scaling"], environ={})
     assert "bias_gelu_fusion" not in resolved and "apply_rope_fusion" not in resolved
     assert "attention_softmax_in_fp32" not in resolved
+
+
+def test_a_missing_head_count_is_the_one_problem():
+    assert whole(["--num-layers", "2", "--hidden-size", "64", "--max-position-embeddings", "128"],
+                 base=False) == [("--num-attention-heads is required", ("--num-attention-heads",),
+                                  "add --num-attention-heads 16")]
+
+
+@pytest.mark.parametrize("hidden, heads, examples", [
+    ("3", "2", "1, 3"),            # the smallest divisor, 1, is listed
+    ("258", "5", "3, 6, 43, 86"),  # divisors listed up to 128 only
+])
+def test_the_head_count_hint_lists_small_divisors(hidden, heads, examples):
+    argv = ["--num-layers", "2", "--hidden-size", hidden, "--num-attention-heads", heads,
+            "--max-position-embeddings", "128"]
+    assert [p.hint for p in problems(argv)] == [
+        f"use a head count that divides {hidden} (e.g. {examples}), or set --kv-channels "
+        "explicitly"]
+
+
+def test_the_head_size_is_a_whole_number():
+    assert type(resolve(BASE).kv_channels) is int
+
+
+def test_a_pattern_with_a_foreign_character_says_what_is_allowed():
+    from megaplug.builtin.model.types import moe_freq_type
+
+    with pytest.raises(ValueError) as info:
+        moe_freq_type("[1]*2-1")
+    assert str(info.value) == ("invalid pattern '[1]*2-1': character '-' is not allowed (use "
+                               "digits, commas, [ ], ( ), + and *)")
