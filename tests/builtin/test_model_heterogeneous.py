@@ -167,3 +167,10 @@ def test_a_file_is_kept_as_encoded_json_provenance(config_file):
     record = resolved.source(ENCODED[2:].replace("-", "_"))
     assert (record.source, record.reason, tuple(record.inputs)) == (
         "normalized", f"read from {config_file}", ("heterogeneous_layers_config_path",))
+
+
+def test_a_disagreeing_encoded_config_names_itself():
+    found = problems(["--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "8",
+                      "--max-position-embeddings", "128", *MATCHING[8:],
+                      "--num-query-groups", "4", ENCODED, json.dumps(HF_CONFIG)])
+    assert [tuple(p.flags) for p in found] == [("--num-query-groups", ENCODED)]

@@ -245,3 +245,9 @@ def test_a_pattern_with_a_foreign_character_says_what_is_allowed():
         moe_freq_type("[1]*2-1")
     assert str(info.value) == ("invalid pattern '[1]*2-1': character '-' is not allowed (use "
                                "digits, commas, [ ], ( ), + and *)")
+
+
+def test_the_old_rotary_spelling_with_rope_given_changes_nothing():
+    resolved = resolve([*BASE, "--use-rotary-position-embeddings",
+                        "--position-embedding-type", "rope"])
+    assert resolved.source("position_embedding_type").source == "command-line"
