@@ -54,11 +54,13 @@ STATUS_BY_EXIT_CODE = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 3
 #: Modules that declare flags or name things, not rules; reported apart from the rule score.
 NOT_RULES = {"__init__.py", "options.py", "enums.py"}
 
-#: Tests that read a plugin's own source files (their syntax tree), which mutmut rewrites
-#: into trampolines: they judge the rewrite, not the mutant, so a run leaves them out.
-SOURCE_READING_TESTS = {
-    "preflight": ["plugins/megaplug-preflight/tests/test_preflight_plugin.py::"
-                  "test_every_setting_read_is_declared_by_a_plugin"],
+#: pytest arguments a plugin's runs need. Tests that read a plugin's own source files (their
+#: syntax tree) judge mutmut's rewrite of them into trampolines, not the mutant; pre-flight's
+#: Megatron tier needs megatron-core (scripts/megatron-tier.sh) and is skipped without it.
+PYTEST_ARGS = {
+    "preflight": ["--deselect=plugins/megaplug-preflight/tests/test_preflight_plugin.py::"
+                  "test_every_setting_read_is_declared_by_a_plugin",
+                  "--ignore=plugins/megaplug-preflight/tests/megatron"],
 }
 
 
@@ -159,7 +161,7 @@ def write_config(target: Target, work: Path, modules: list[str], extra_tests: li
         f"pytest_add_cli_args_test_selection = {json.dumps(tests)}",
         "pytest_add_cli_args = " + json.dumps(
             ["-p", "no:cacheprovider", "-W", "ignore::DeprecationWarning",
-             *(f"--deselect={test}" for test in SOURCE_READING_TESTS.get(target.name, ()))]),
+             *PYTEST_ARGS.get(target.name, ())]),
         f"also_copy = {json.dumps(sorted(target.copy))}",
         "use_git_change_detection = false",
         "",
