@@ -138,8 +138,9 @@ def test_an_unreadable_file_whole(tmp_path):
     path = tmp_path / "none.json"
     assert [(p.message, tuple(p.flags), p.hint)
             for p in problems(MATCHING + ["--heterogeneous-layers-config-path", str(path)])] == [
-        (f"--heterogeneous-layers-config-path {path}: cannot read the file (No such file or "
-         "directory)", ("--heterogeneous-layers-config-path",),
+        (f"--heterogeneous-layers-config-path {path}: cannot read the file (cannot read "
+         f"heterogeneous layers config {path}: No such file or directory)",
+         ("--heterogeneous-layers-config-path",),
          "give the path of an existing JSON file")]
 
 
