@@ -5,8 +5,10 @@ ends with "; Megatron would raise this when building the model"."""
 from __future__ import annotations
 
 import pytest
-from preflight_launches import preflight_problems
+from preflight_launches import DENSE, ENVIRON, MLA, preflight_problems, target
 from test_preflight_checks import REJECTED
+
+import megaplug
 
 AT_MODEL_BUILD = "; Megatron would raise this when building the model"
 
@@ -21,6 +23,55 @@ def test_each_rejection_whole(name: str, argv: list[str]) -> None:
 
 def test_every_rejection_is_pinned() -> None:
     assert sorted(EXPECTED) == sorted(c[0] for c in REJECTED)
+
+
+GDN = ["--experimental-attention-variant", "gdn", "--linear-attention-freq", "2",
+       "--linear-conv-kernel-dim", "4", "--linear-key-head-dim", "16",
+       "--linear-value-head-dim", "16", "--linear-num-key-heads", "4",
+       "--linear-num-value-heads", "8"]
+DSA = [*MLA, "--experimental-attention-variant", "dsa", "--disable-bias-linear",
+       "--no-rope-fusion"]
+
+
+def whole(argv: list[str], capability: tuple[int, int] | None = (9, 0)) -> list[tuple]:
+    try:
+        megaplug.resolve([*DENSE, *argv], environ=dict(ENVIRON),
+                         target=target(capability=capability))
+    except megaplug.ConfigError as error:
+        return [(p.plugin, p.message.removesuffix(AT_MODEL_BUILD), tuple(p.flags), p.hint)
+                for p in error.problems]
+    return []
+
+
+@pytest.mark.parametrize("argv, capability, expected", [
+    (GDN, (9, 0), []),
+    ([a for a in GDN if a not in ("--linear-attention-freq", "2")], (9, 0),
+     [("preflight", "the gated delta net attention variant needs --linear-attention-freq",
+       ("--experimental-attention-variant", "--linear-attention-freq"),
+       "set --linear-attention-freq (every N-th layer uses standard attention)")]),
+    ([*GDN, "--linear-num-value-heads", "6"], (9, 0),
+     [("preflight", "--linear-num-value-heads 6 is not a multiple of --linear-num-key-heads 4",
+       ("--linear-num-value-heads", "--linear-num-key-heads"),
+       "use a value-head count that is a multiple of the key-head count")]),
+    ([*GDN, "--linear-num-value-heads", "4"], (9, 0), []),
+    ([*GDN, "--tensor-model-parallel-size", "8"], (9, 0),
+     [("preflight", "--linear-num-key-heads 4 cannot be split over tensor x context parallel "
+       "ranks (8)",
+       ("--linear-num-key-heads", "--tensor-model-parallel-size", "--context-parallel-size"),
+       "use a multiple of 8 heads, or smaller parallel sizes")]),
+    ([*GDN, "--tensor-model-parallel-size", "4"], (9, 0), []),
+    ([*DSA, "--dsa-kernel-backend", "tilelang"], (9, 0),
+     [("preflight", "--dsa-kernel-backend tilelang needs tilelang, not installed",
+       ("--dsa-kernel-backend",),
+       "install the kernel packages, or use --dsa-kernel-backend none")]),
+    ([*DSA, "--dsa-kernel-backend", "tilelang"], None,
+     [("preflight", "--dsa-kernel-backend tilelang needs a CUDA device, and the target has none",
+       ("--dsa-kernel-backend",),
+       "use --dsa-kernel-backend none, or state the target GPU with "
+       "--assume-device-capability")]),
+])
+def test_linear_and_sparse_attention_rules_whole(argv, capability, expected):
+    assert whole(argv, capability) == expected
 
 
 EXPECTED = {'no layers': [('--num-layers 0 must be at least 1',
