@@ -21,14 +21,15 @@ import yaml
 from reliability_support import ok_cases, resolve_environment, target_for, third_party_blocks
 
 import megaplug
+from megaplug._cli import main
+from megaplug._values import encode
 
 
 @pytest.fixture(autouse=True)
 def megatrons_acceptance(monkeypatch):
     """These cases are judged by Megatron's validate_args: pre-flight (on in the CLI) off."""
     monkeypatch.setenv("MEGAPLUG_PREFLIGHT", "0")
-from megaplug._cli import main
-from megaplug._values import encode
+
 
 CASES = ok_cases()
 FORMATS = ("yaml", "json")

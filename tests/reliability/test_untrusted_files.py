@@ -248,7 +248,8 @@ def test_a_bad_tracker_file_is_a_clear_message(tmp_path: Path, content: str) -> 
     (root / "latest_checkpointed_iteration.txt").write_text(content)
     argv = [*RESUME, *ARCHITECTURE, "--use-checkpoint-args", "--load", str(root)]
     args = parse_and_validate_args(argv=argv, environ={}, target=NO_GPU)
-    assert any("latest_checkpointed_iteration.txt" in str(w) for w in megaplug.megatron.resolution_warnings(args))
+    warnings = megaplug.megatron.resolution_warnings(args)
+    assert any("latest_checkpointed_iteration.txt" in str(w) for w in warnings)
     with pytest.raises(megaplug.ConfigError) as info:
         parse_and_validate_args(argv=[*argv, "--exit-on-missing-checkpoint"], environ={},
                                 target=NO_GPU)
