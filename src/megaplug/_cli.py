@@ -431,16 +431,39 @@ def _list_rows(options: argparse.Namespace) -> dict[str, Any]:
             "problems": [str(p) for p in kernel.setup_problems]}
 
 
-def _list_fingerprint(options: argparse.Namespace) -> str:
-    """What ``megaplug list`` depends on, known before computing it: the selection and the
-    installed distributions (the cache adds the files of every module it imported)."""
+def _list_fingerprint(options: argparse.Namespace, *view: str) -> str:
+    """What ``megaplug list`` (or a ``view`` of the plugins' code: a command and its
+    arguments) depends on, known before computing it: the selection and the installed
+    distributions (the cache adds the files of every module it imported)."""
     from ._discovery import code_fingerprint
     from ._plugins import PluginSelection
 
     selection = PluginSelection.from_environment()
     selection.take_from_argv(_plugin_controls(options))
-    return code_fingerprint(["3", repr(sorted(selection.load)), repr(sorted(selection.block)),
-                             str(selection.autoload), repr(selection.problems)])
+    return code_fingerprint(["3", *view, repr(sorted(selection.load)),
+                             repr(sorted(selection.block)), str(selection.autoload),
+                             repr(selection.problems)])
+
+
+def _plugin_view(options: argparse.Namespace, kind: str, make: Callable[[Any], Any],
+                 shape: Any, *key: str, accept: Callable[[Any], bool] | None = None,
+                 ) -> dict[str, Any]:
+    """``{"plugins": {name: [status, reason]}, "value": make(kernel)}``, cached like
+    ``list`` (the selection, the distributions, the files of every module and cached
+    answer it was computed from): ``flags``, ``schema``, ``completion`` and ``docs``
+    depend on nothing else, so a process that finds it imports no plugin at all.
+    ``accept`` refuses a stored value (then it is computed again)."""
+    from ._discovery import cached
+
+    def compute() -> dict[str, Any]:
+        kernel, _rest = load_kernel(options)
+        return {"plugins": {name: [str(record.status), record.reason]
+                            for name, record in kernel.plugins.records.items()},
+                "value": make(kernel)}
+
+    return cached(kind, _list_fingerprint(options, kind, *key), compute,
+                  shape={"plugins": dict, "value": shape}, track_imports=True, per_key=True,
+                  accept=lambda stored: accept is None or accept(stored["value"]))
 
 
 def _cmd_version(options: argparse.Namespace) -> int:
@@ -501,20 +524,24 @@ def flag_rows(kernel: Any, plugin: str | None = None,
     return rows
 
 
-def check_plugin_name(kernel: Any, name: str | None, command: str) -> None:
-    """A ``--plugin NAME`` that names no plugin is a usage error with a suggestion."""
+def check_plugin_name(plugins: Any, name: str | None, command: str) -> None:
+    """A ``--plugin NAME`` that names no plugin is a usage error with a suggestion.
+
+    ``plugins`` is a kernel, or a view's ``{name: [status, reason]}``."""
     if name is None:
         return
-    record = kernel.plugins.records.get(name)
-    if record is None:
-        names = sorted(kernel.plugins.records)
+    if not isinstance(plugins, dict):
+        plugins = {n: [str(r.status), r.reason] for n, r in plugins.plugins.records.items()}
+    if name not in plugins:
+        names = sorted(plugins)
         suggestion = suggest(name, names)
         hint = f"did you mean {suggestion}?" if suggestion else "the plugins are " + \
             ", ".join(names)
         raise UsageError(f"megaplug {command}: no plugin named {name!r} ({hint})")
-    if record.status in ("blocked", "broken"):
-        raise UsageError(f"megaplug {command}: plugin {name!r} is {record.status}: "
-                         f"{record.reason}; its flags are not loaded")
+    status, reason = plugins[name]
+    if status in ("blocked", "broken"):
+        raise UsageError(f"megaplug {command}: plugin {name!r} is {status}: "
+                         f"{reason}; its flags are not loaded")
 
 
 def _matches(row: dict[str, Any], word: str) -> bool:
@@ -524,9 +551,10 @@ def _matches(row: dict[str, Any], word: str) -> bool:
 
 
 def _cmd_flags(options: argparse.Namespace, _: list[str]) -> int:
-    kernel, _rest = load_kernel(options)
-    check_plugin_name(kernel, options.plugin, "flags")
-    rows = flag_rows(kernel, options.plugin)
+    view = _plugin_view(options, "flags", flag_rows, [dict])
+    check_plugin_name(view["plugins"], options.plugin, "flags")
+    every_row = view["value"]
+    rows = [row for row in every_row if not options.plugin or row["plugin"] == options.plugin]
     if options.word:
         rows = [row for row in rows if _matches(row, options.word)]
     if options.json:
@@ -538,7 +566,7 @@ def _cmd_flags(options: argparse.Namespace, _: list[str]) -> int:
         if row["help"]:
             print(f"      {row['help']}")
     if options.word and not shown:
-        spellings = [o for row in flag_rows(kernel) for o in row["option_strings"]]
+        spellings = [o for row in every_row for o in row["option_strings"]]
         near = suggest(options.word, spellings) or suggest("--" + options.word, spellings)
         print(f"megaplug flags: no flag mentions {options.word!r}"
               + (f" (did you mean {near}?)" if near else ""), file=sys.stderr)
@@ -776,31 +804,53 @@ def _cmd_diff(options: argparse.Namespace, args: list[str]) -> int:
 
 
 def _cmd_schema(options: argparse.Namespace, _: list[str]) -> int:
-    from ._schema import config_schema
+    def schema(kernel: Any) -> dict[str, Any] | None:
+        from ._schema import config_schema
 
-    kernel, _rest = load_kernel(options)
-    check_plugin_name(kernel, options.plugin, "schema")
-    print(to_json(config_schema(kernel, options.plugin)))
+        plugin = kernel.plugins.records.get(options.plugin)
+        if options.plugin and (plugin is None or plugin.status in ("blocked", "broken")):
+            return None  # refused below, by check_plugin_name
+        return config_schema(kernel, options.plugin)
+
+    view = _plugin_view(options, "schema", schema, (dict, None), str(options.plugin))
+    check_plugin_name(view["plugins"], options.plugin, "schema")
+    print(to_json(view["value"]))
     return EXIT_OK
 
 
 def _cmd_completion(options: argparse.Namespace, _: list[str]) -> int:
-    from ._completion import completion_script
+    def script(kernel: Any) -> str:
+        from ._completion import completion_script
 
-    kernel, _rest = load_kernel(options)
-    sys.stdout.write(completion_script(kernel, options.shell))
+        return completion_script(kernel, options.shell)
+
+    sys.stdout.write(_plugin_view(options, "completion", script, str, options.shell)["value"])
     return EXIT_OK
 
 
 def _cmd_docs(options: argparse.Namespace, _: list[str]) -> int:
-    from ._docs import write_reference
+    def pages(kernel: Any) -> list[list[str]]:
+        from ._docs import reference_pages
 
-    kernel, _rest = load_kernel(options)
-    written = write_reference(kernel, options.out)
+        return [[name, text] for name, text in reference_pages(kernel).items()]
+
+    def safe(pages: list[list[str]]) -> bool:  # a tampered file writes nowhere else
+        return all(len(page) == 2 and _is_page_name(page[0]) for page in pages)
+
+    written = sorted(_plugin_view(options, "docs", pages, [[str]], accept=safe)["value"])
+    os.makedirs(options.out, exist_ok=True)
+    for name, text in written:
+        with open(os.path.join(options.out, name), "w", encoding="utf-8") as page:
+            page.write(text)
     directory = os.path.abspath(options.out)
     print(f"wrote {len(written)} files to {directory}: "
-          + ", ".join(sorted(p.name for p in written)))
+          + ", ".join(name for name, _text in written))
     return EXIT_OK
+
+
+def _is_page_name(name: str) -> bool:
+    return (name.endswith(".md") and os.path.basename(name) == name
+            and not name.startswith(".") and os.sep not in name and "/" not in name)
 
 
 _HANDLERS: dict[str, Callable[[argparse.Namespace, list[str]], int]] = {

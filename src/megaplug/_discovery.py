@@ -202,6 +202,20 @@ def _import_closure() -> dict[str, str | None]:
             if not path.startswith(standard) or "-packages" in path}
 
 
+#: Files the answers this process used or computed depend on beyond its imported modules:
+#: those of every cached answer it read (an answer computed from a flag table read back
+#: from its cache depends on the options modules that table was declared from, which this
+#: process never imported) and source files read without importing them (``depends_on``).
+_ALSO_READ: dict[str, str | None] = {}
+
+
+def depends_on(paths: Any) -> None:
+    """Key the answers this process computes from now on on these files too (files a
+    computation reads without importing them: the sources ``megaplug docs`` parses)."""
+    for path in paths:
+        _ALSO_READ.setdefault(str(path), _file_state(str(path)))
+
+
 def conforms(value: Any, shape: Any) -> bool:
     """Whether JSON ``value`` has ``shape``: a type, ``None``, a tuple of alternatives,
     ``[item shape]`` for a list, or ``{key: shape}`` for an object with at least those keys."""
@@ -279,12 +293,14 @@ def cached(kind: str, fingerprint: str | None, compute: Callable[[], Any], *,
     stored = _read_json(path)
     if _still_valid(stored, fingerprint, shape, track_imports) and (
             accept is None or accept(stored["value"])):
+        if track_imports:
+            _ALSO_READ.update(stored["imports"])
         return stored["value"]
     started = time.time_ns()
     value = compute()
     record: dict[str, Any] = {"fingerprint": fingerprint, "value": value}
     if track_imports:
-        record["imports"] = _import_closure()
+        record["imports"] = {**_ALSO_READ, **_import_closure()}
         if any(state is not None and int(state.split("/")[0]) >= started
                for state in record["imports"].values()):
             return value  # a file changed while it was read: its state may not be the code's
