@@ -559,3 +559,101 @@ def test_a_value_json_cannot_carry_is_returned_and_not_stored(cache_dir):
     for value in ({"x": float("nan")}, {"x": object()}):
         assert _discovery.cached("odd", "key", lambda v=value: v) is value
     assert not list(cache_dir.glob("odd-*"))  # neither the file nor a temporary one
+
+
+# -- flags, schema, completion and docs: views of the plugins' code, cached like list ------
+
+LAZY_PLUGIN = TOY_PLUGIN.replace("from toy_helper import ToyOptions\n", "").replace(
+    "def add_args(flags):\n", "def add_args(flags):\n    from toy_helper import ToyOptions\n\n")
+
+
+def edit_in_place(path: Path, text: str) -> None:
+    """Rewrite a file through its open handle, mtime put back: its directory's stat (which
+    the key holds where it is on sys.path or a package) does not change, only its own."""
+    stat = path.stat()
+    with open(path, "r+") as handle:
+        handle.write(text)
+        handle.truncate()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def megaplug_run(project: ListProject, *args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "megaplug", *args], capture_output=True,
+                          text=True, env=project.env, cwd=project.cwd)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    return done.stdout
+
+
+def flag_dests(project: ListProject) -> set[str]:
+    return {row["dest"] for row in json.loads(megaplug_run(project, "flags", "--json"))}
+
+
+def test_the_views_are_served_from_the_cache_while_nothing_changes(project):
+    first = [megaplug_run(project, *command) for command in
+             (("flags",), ("schema",), ("completion", "bash"))]
+    imported = project.imports()
+    assert [megaplug_run(project, *command) for command in
+            (("flags",), ("schema",), ("completion", "bash"))] == first
+    assert project.imports() == imported  # no plugin imported the second time
+    assert "--toy-alpha" in first[0] and "toy_alpha" in json.loads(first[1])["properties"]
+
+
+def test_answers_computed_from_a_cached_flag_table_follow_its_options_module(project):
+    """A plugin imports its options module in add_args: a process that reads the flag
+    table from its cache never imports it, yet what it computes from that table (list's
+    counts, the flags view) must follow an edit of it."""
+    package = project.code / "toypkg"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        LAZY_PLUGIN.replace("from toy_helper import", "from .parts import")
+        .replace("name=\"toyplug\"", "name=\"toypkg\""))
+    (package / "parts.py").write_text(TOY_PLUGIN.split("from megaplug")[0] + TOY_HELPER)
+    backdate(package / "__init__.py", package / "parts.py", package)
+    project.env["MEGAPLUG_PLUGINS"] = "toypkg"
+    megaplug_run(project, "resolve", "--format", "json")  # stores the flag table
+    megaplug_run(project, "resolve", "--format", "json")
+    assert project.log.read_text().split() == ["toypkg", "toypkg.parts", "toypkg"]  # read back
+    assert flag_dests(project) == {"toy_alpha"}  # computed from the stored table
+    assert project.list()["toypkg"]["declared_flags"] == 1
+    edit_in_place(package / "parts.py", (package / "parts.py").read_text() + (
+        '    toy_beta: Annotated[int, Flag(help="Beta.")] = 2\n'))
+    assert flag_dests(project) == {"toy_alpha", "toy_beta"}
+    assert project.list()["toypkg"]["declared_flags"] == 2
+
+
+def test_docs_follow_an_edit_of_a_plugin_source_never_imported(project):
+    package = project.code / "toypkg"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        TOY_PLUGIN.replace("from toy_helper import", "from .parts import")
+        .replace("name=\"toyplug\"", "name=\"toypkg\""))
+    (package / "parts.py").write_text(TOY_HELPER)
+    # read by docs (ast) for the checks each setting is involved in, never imported
+    (package / "unused.py").write_text('def check_alpha(config):\n    """Old."""\n'
+                                       '    return config.toy_alpha\n')
+    backdate(package / "__init__.py", package / "parts.py", package / "unused.py", package)
+    project.env["MEGAPLUG_PLUGINS"] = "toypkg"
+    out = project.root / "docs"
+    megaplug_run(project, "docs", "--out", str(out))
+    assert "`toypkg.check_alpha` (Old.)" in (out / "toypkg.md").read_text()
+    imported = project.imports()
+    megaplug_run(project, "docs", "--out", str(out))
+    assert project.imports() == imported
+    edit_in_place(package / "unused.py", (package / "unused.py").read_text()
+                  .replace("Old.", "New."))
+    megaplug_run(project, "docs", "--out", str(out))
+    assert "`toypkg.check_alpha` (New.)" in (out / "toypkg.md").read_text()
+
+
+@pytest.mark.parametrize("name", ["../escaped.md", "/tmp/escaped.md", ".hidden.md", "x.txt"])
+def test_a_tampered_docs_cache_writes_nowhere_else(project, name):
+    out = project.root / "docs"
+    megaplug_run(project, "docs", "--out", str(out))
+    cache = max(project.cache.glob("docs-*.json"), key=lambda p: p.stat().st_mtime_ns)
+    stored = json.loads(cache.read_text())
+    stored["value"]["value"].append([name, "tampered"])
+    cache.write_text(json.dumps(stored))
+    megaplug_run(project, "docs", "--out", str(out))
+    assert not (project.root / "escaped.md").exists() and not Path("/tmp/escaped.md").exists()
+    assert sorted(p.name for p in out.iterdir()) == ["index.md", "toyplug.md"]
