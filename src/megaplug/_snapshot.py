@@ -158,9 +158,6 @@ def _encode_spec(spec: FlagSpec, packages: set[str]) -> list[Any]:
     return row
 
 
-#: FlagSpec's slot setters, to build a spec without ``__init__``'s generic field filling
-#: (~900 specs per process: the snapshot must read back faster than it declares).
-_SETTERS = tuple(getattr(FlagSpec, name).__set__ for name in _FIELDS)
 _SCALARS = (str, int, float, bool)
 
 
@@ -171,13 +168,22 @@ def _decode_spec(row: list[Any], packages: set[str]) -> FlagSpec:
      metavar, help_text, hidden, deprecated, env, deprecated_spellings) = row
     if not (type(dest) is type(plugin) is type(kind) is type(action) is str):
         raise ValueError(f"not a flag spec: {row!r}")
-    values = (dest, plugin, kind, tuple(map(str, option_strings)), action,
-              _decode_type(converter, packages), _decode_value(default, packages),
-              _decode_value(choices, packages), nargs, _decode_value(const, packages),
-              metavar, help_text, hidden, deprecated, env, tuple(map(str, deprecated_spellings)))
+    # Built without __init__'s generic field filling, by plain assignments, and most
+    # values (None, scalars) taken as they are: ~900 specs per process, and the snapshot
+    # must read back much faster than the plugins declare.
     spec = object.__new__(FlagSpec)
-    for setter, value in zip(_SETTERS, values):
-        setter(spec, value)
+    spec.dest, spec.plugin, spec.kind, spec.action = dest, plugin, kind, action
+    spec.option_strings = tuple(map(str, option_strings))
+    spec.type = None if converter is None else _decode_type(converter, packages)
+    spec.default = (default if default is None or type(default) in _SCALARS
+                    else _decode_value(default, packages))
+    spec.choices = None if choices is None else _decode_value(choices, packages)
+    spec.nargs = nargs
+    spec.const = const if const is None or type(const) in _SCALARS else _decode_value(
+        const, packages)
+    spec.metavar, spec.help, spec.hidden, spec.deprecated = metavar, help_text, hidden, deprecated
+    spec.env = env
+    spec.deprecated_spellings = tuple(map(str, deprecated_spellings))
     return spec
 
 
