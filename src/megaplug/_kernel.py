@@ -68,14 +68,12 @@ class Kernel:
                                       dict[str, list[Callable[[Any], bool]]]]:
         """Each active plugin's work per hook (its hook implementation, then its rules), and
         for each superseded rule (``"plugin.rule"``) the conditions that take it over."""
-        hooks = {hook: {impl.plugin_name: impl for impl in
-                        getattr(self.plugins.manager.hook, hook).get_hookimpls()}
-                 for hook in HOOKS}
         steps: dict[str, dict[str, list[RuleStep]]] = {}
         superseded: dict[str, list[Callable[[Any], bool]]] = {}
         for record in self.plugins.active():
             rules = record.info.rules if record.info else None
-            steps[record.name] = {hook: [*_hook_step(hooks[hook].get(record.name)),
+            hooks = self.plugins.implementations.get(record.name, {})
+            steps[record.name] = {hook: [*_hook_step(hooks.get(hook)),
                                          *(rules.steps.get(hook, ()) if rules else ())]
                                   for hook in HOOKS}
             for rule, when in rules.superseded if rules else ():
@@ -401,12 +399,13 @@ def _shown_unrecognized(sink: ProblemSink) -> bool:
     return sink.unrecognized <= MAX_UNRECOGNIZED_SHOWN
 
 
-def _hook_step(impl: Any) -> list[RuleStep]:
-    """A plugin's hook implementation as the first step of its hook (``[]`` without one)."""
-    if impl is None:
+def _hook_step(implementation: tuple[Any, tuple[str, ...]] | None) -> list[RuleStep]:
+    """A plugin's hook implementation (function, argument names) as the first step of its
+    hook (``[]`` without one)."""
+    if implementation is None:
         return []
-    function = impl.function
-    return [RuleStep(function if impl.argnames else lambda _: function())]
+    function, arguments = implementation
+    return [RuleStep(function if arguments else lambda _: function())]
 
 
 def _give(values: dict[str, Any], provenance: dict[str, Provenance], setting: FlagSpec | str,

@@ -314,8 +314,12 @@ class PluginSet:
         self.tolerant = tolerant
         self.local = local or TargetEnvironment()
         self.records: dict[str, PluginRecord] = {}
-        self.manager = _Manager("megaplug")
-        self.manager.add_hookspecs(hookspecs)
+        #: Each active plugin's hook implementations: hook -> (function, argument names).
+        self.implementations: dict[str, dict[str, tuple[Any, tuple[str, ...]]]] = {}
+        self._manager: _Manager | None = None
+        #: Plugins whose hooks need no look from pluggy, registered on first use of
+        #: ``manager`` (the kernel calls each hook itself, so that may be never).
+        self._unregistered: list[tuple[Any, str]] = []
         for item in builtins:
             self._load_object(item, source="builtin")
         for entry_point in _entry_points() if self.selection.autoload else ():
@@ -329,6 +333,17 @@ class PluginSet:
         self.selection_problems = self._selection_problems()
         #: Seconds spent finding, importing and ordering plugins.
         self.discovery_seconds = time.perf_counter() - started
+
+    @property
+    def manager(self) -> _Manager:
+        """pluggy's manager, with every active plugin registered."""
+        if self._manager is None:
+            self._manager = _Manager("megaplug")
+            self._manager.add_hookspecs(hookspecs)
+        for plugin, name in self._unregistered:
+            self._manager.register(plugin, name=name)
+        self._unregistered.clear()
+        return self._manager
 
     # -- loading ---------------------------------------------------------------------
 
@@ -409,15 +424,25 @@ class PluginSet:
                 return (f"hook {hook} uses {refused[0]}=True; megaplug runs plugins in the "
                         "order PluginInfo(after=..., before=...) declares, each on its own, "
                         "so pluggy's call-order options are refused")
+        plain = _plain_hooks(plugin)
+        if plain is not None:  # what pluggy would accept as it is: registered when asked
+            self._unregistered.append((plugin, name))
+            self.implementations[name] = plain
+            return None
+        manager = self.manager
         try:
-            self.manager.register(plugin, name=name)
-            self.manager.check_pending()
+            manager.register(plugin, name=name)
+            manager.check_pending()
         except Exception as exc:
-            if self.manager.is_registered(plugin):
-                self.manager.unregister(plugin)
+            if manager.is_registered(plugin):
+                manager.unregister(plugin)
             detail = str(exc).replace("\n", "; ")
             return (f"registration failed: {type(exc).__name__}: {detail}"
                     f" (megaplug's hooks are {', '.join(hookspecs.HOOKS)})")
+        self.implementations[name] = {
+            hook: (impl.function, tuple(impl.argnames))
+            for hook in hookspecs.HOOKS
+            for impl in getattr(manager.hook, hook).get_hookimpls() if impl.plugin_name == name}
         return None
 
     def _add(self, record: PluginRecord) -> None:
@@ -485,6 +510,7 @@ class PluginSet:
         for name in names:
             self.records[name].status, self.records[name].reason = BROKEN, message
             self.manager.unregister(name=name)
+            self.implementations.pop(name, None)
         return self._resolve_order()
 
     # -- queries ---------------------------------------------------------------------
@@ -494,6 +520,70 @@ class PluginSet:
 
     def inactive(self) -> list[PluginRecord]:
         return [r for n, r in sorted(self.records.items()) if r.status != ACTIVE]
+
+
+#: Each hook's arguments, as its spec in ``hookspecs`` declares them.
+_SPEC_ARGUMENTS = {hook: frozenset(getattr(hookspecs, hook).__code__.co_varnames[
+    :getattr(hookspecs, hook).__code__.co_argcount]) for hook in hookspecs.HOOKS}
+_CALL_OPTIONS_OFF = {"wrapper": False, "hookwrapper": False, "optionalhook": False,
+                     "tryfirst": False, "trylast": False, "specname": None}
+
+
+def _plain_hooks(plugin: Any) -> dict[str, tuple[Any, tuple[str, ...]]] | None:
+    """The plugin's hook implementations with their argument names -- where pluggy would
+    certainly register them as they are: a module's functions or an object's methods
+    marked with ``@hookimpl`` and no option, each named after a hook and taking only its
+    arguments. ``None`` for anything else (every mistake among it), which pluggy then
+    examines and reports. Registering a thousand plugins with pluggy costs seconds
+    (each hook implementation is inserted into an ordered list), and the kernel calls
+    each plugin's hooks itself, so such plugins are registered only if ``manager`` is used.
+    """
+    if isinstance(plugin, types.ModuleType):
+        if "__dir__" in vars(plugin):
+            return None
+        names: Iterable[str] = list(vars(plugin))
+    else:
+        try:
+            names = dir(plugin)
+        except Exception:  # noqa: BLE001  (an odd object): let pluggy look
+            return None
+    found: dict[str, tuple[Any, tuple[str, ...]]] = {}
+    for name in names:
+        stored = _stored_attribute(plugin, name)
+        if stored is _NOT_STORED:
+            return None
+        if not _marked(stored):
+            continue
+        if name not in _SPEC_ARGUMENTS or type(stored) is not types.FunctionType:
+            return None
+        function: Any = stored
+        if not isinstance(plugin, types.ModuleType):
+            in_class = any(name in vars(klass) for klass in type(plugin).__mro__)
+            function = getattr(plugin, name, None)
+            if not (in_class and type(function) is types.MethodType
+                    and function.__func__ is stored):
+                return None
+        if getattr(stored, "megaplug_impl", None) != _CALL_OPTIONS_OFF:
+            return None
+        arguments = _positional_arguments(stored, bound=function is not stored)
+        if arguments is None or not _SPEC_ARGUMENTS[name].issuperset(arguments):
+            return None
+        found[name] = (function, arguments)
+    return found
+
+
+def _positional_arguments(function: Any, bound: bool) -> tuple[str, ...] | None:
+    """The arguments pluggy passes to ``function`` (its positional ones without a
+    default, less ``self``), or ``None`` where its signature is not its code's own."""
+    if "__wrapped__" in vars(function) or "__signature__" in vars(function):
+        return None
+    code = function.__code__
+    arguments = code.co_varnames[:code.co_argcount]
+    if function.__defaults__:
+        arguments = arguments[:-len(function.__defaults__)]
+    if arguments and (bound or ("." in function.__qualname__ and arguments[0] == "self")):
+        arguments = arguments[1:]
+    return arguments
 
 
 def _cycle(stuck: dict[str, set[str]]) -> list[str]:

@@ -1,0 +1,133 @@
+"""Plugins whose hooks pluggy would accept as they are reach pluggy only when it is asked for.
+
+The kernel calls each plugin's hooks itself, so registering with pluggy (seconds for a
+thousand plugins) is put off until ``PluginSet.manager`` is used. That is only sound if the
+quick look agrees with pluggy: every plugin it takes gets, once registered, exactly the
+hook functions and argument names pluggy records; everything else goes to pluggy at once.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+
+import pytest
+
+from megaplug import PluginInfo, hookimpl
+from megaplug._plugins import PluginSelection, PluginSet, _plain_hooks
+
+
+def _module(name: str, **hooks: object) -> types.ModuleType:
+    module = types.ModuleType(f"plugin_{name}")
+    module.megaplug_plugin = PluginInfo(name=name)  # type: ignore[attr-defined]
+    for attribute, function in hooks.items():
+        setattr(module, attribute, function)
+    return module
+
+
+@hookimpl
+def add_args(flags):
+    flags.add_argument("--plain-width", type=int, default=1)
+
+
+@hookimpl
+def derive(config):
+    config.set("plain_width", config["plain_width"] * 2)
+
+
+@hookimpl
+def validate():  # a hook may take fewer arguments than its spec
+    return None
+
+
+@hookimpl
+def normalize(config, extra=1):  # a defaulted argument is not passed
+    return None
+
+
+class ObjectPlugin:
+    megaplug_plugin = PluginInfo(name="object")
+
+    @hookimpl
+    def derive(self, config):
+        return None
+
+    @hookimpl
+    def validate(self, config, unused=None):
+        return None
+
+
+def _decorated(function):
+    @functools.wraps(function)
+    def wrapper(*args):
+        return function(*args)
+    return wrapper
+
+
+@hookimpl(tryfirst=True)
+def derive_tryfirst(config):
+    return None
+
+
+class Odd:
+    megaplug_plugin = PluginInfo(name="odd")
+
+    @hookimpl
+    @staticmethod
+    def derive(config):
+        return None
+
+
+PLAIN = {
+    "module": _module("plain", add_args=add_args, derive=derive, validate=validate,
+                      normalize=normalize),
+    "object": ObjectPlugin(),
+}
+NOT_PLAIN = {
+    "decorated": _module("decorated", derive=hookimpl(_decorated(derive))),
+    "option": _module("option", derive=derive_tryfirst),
+    "misspelt": _module("misspelt", validat=validate),
+    "static": Odd(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PLAIN))
+def test_the_quick_look_agrees_with_pluggy(name):
+    plugin = PLAIN[name]
+    quick = _plain_hooks(plugin)
+    assert quick  # taken without pluggy
+    plugins = PluginSet(PluginSelection(autoload=False), builtins=[plugin])
+    record_name = plugin.megaplug_plugin.name
+    assert plugins.records[record_name].status == "active"
+    registered = {hook: (impl.function, tuple(impl.argnames))
+                  for hook in ("add_args", "normalize", "derive", "validate")
+                  for impl in getattr(plugins.manager.hook, hook).get_hookimpls()}
+    assert registered == quick == plugins.implementations[record_name]
+
+
+@pytest.mark.parametrize("name", sorted(NOT_PLAIN))
+def test_anything_else_goes_to_pluggy_at_once(name):
+    assert _plain_hooks(NOT_PLAIN[name]) is None
+
+
+def test_plain_plugins_are_registered_only_when_the_manager_is_used():
+    plugins = PluginSet(PluginSelection(autoload=False), builtins=list(PLAIN.values()))
+    assert plugins._manager is None
+    assert plugins.manager.get_plugin("plain") is PLAIN["module"]
+    assert plugins.manager.get_plugin("object") is PLAIN["object"]
+
+
+def test_a_plugin_pluggy_must_examine_keeps_the_registration_order():
+    first, second = _module("first", derive=derive), NOT_PLAIN["decorated"]
+    assert _plain_hooks(first) is not None
+    plugins = PluginSet(PluginSelection(autoload=False), builtins=[first, second])
+    assert [name for name, _ in plugins.manager.list_name_plugin()] == ["first", "decorated"]
+
+
+def test_a_resolve_runs_the_hooks_of_plugins_never_registered_with_pluggy():
+    from megaplug._kernel import Kernel
+
+    plugins = PluginSet(PluginSelection(autoload=False), builtins=[PLAIN["module"]])
+    resolved = Kernel(plugins).resolve(["--plain-width", "3"], environ={})
+    assert resolved["plain_width"] == 6
+    assert plugins._manager is None
