@@ -352,7 +352,7 @@ class Kernel:
             # validate may only report: each step's mutable values are compared to a copy
             snapshot = _mutable_snapshot(draft._values) if phase == "validate" else None
             for record in order:
-                for step in self._steps[record.name][phase]:
+                for step in self._phase_steps(record, phase, draft, sink):
                     self._run(step, record, phase, draft, sink, snapshot)
             self.timings[phase] = time.perf_counter() - started
         sink.current_plugin = sink.current_rule = None
@@ -363,6 +363,35 @@ class Kernel:
             raise ConfigError(_first_of_each(sink.problems), sink.warnings)
         return Resolved(draft._values, draft._provenance, self.table, sink.warnings,
                         [record.name for record in order])
+
+    def _phase_steps(self, record: PluginRecord, phase: str, draft: Draft,
+                     sink: ProblemSink) -> Iterable[RuleStep]:
+        """A plugin's steps of a phase; a group of rules named by reference is imported
+        (once per process) when its condition holds, and skipped while it cleanly does not:
+        its rules share that condition, and nothing runs between them to change it."""
+        steps = self._steps[record.name][phase]
+        index = 0
+        while index < len(steps):
+            step = steps[index]
+            if step.group is None:
+                yield step
+                index += 1
+                continue
+            try:
+                skipped = not step.when(draft)  # type: ignore[misc]
+            except Exception:  # noqa: BLE001  (each rule of the group reports it)
+                skipped = False
+            if skipped:
+                index += 1
+                continue
+            try:
+                steps[index:index + 1] = step.rules()
+            except Exception as exc:
+                sink.current_plugin, sink.current_rule = record.name, step.name
+                sink.error(f"plugin {record.name!r} ({record.where()}) could not import its "
+                           f"rules {step.group}: {type(exc).__name__}: {exc}",
+                           hint=f"reinstall the plugin, or block it with -p no:{record.name}")
+                index += 1
 
     def _knock_on(self, problem: Problem, doubtful: set[str]) -> bool:
         """Whether a plugin's problem involves a setting an earlier problem left in doubt."""

@@ -143,3 +143,93 @@ def test_a_feature_supersedes_another_plugins_rule_while_it_is_in_use(make_kerne
     with pytest.raises(ConfigError) as info:
         kernel.resolve(["--num-layers", "12", "--verbose"], environ={})
     assert [p.rule for p in info.value.problems] == ["returns_problems"]
+
+
+# -- a group of rules named by reference: imported only where its condition holds ----------
+
+NAMED_RULES = '''
+import os
+
+with open(os.environ["NAMED_RULES_LOG"], "a") as log:
+    log.write("imported\\n")
+
+
+def depth_is_odd(config):
+    if config.num_layers % 2:
+        config.error(f"--num-layers {config.num_layers} is odd", flags=("num_layers",))
+
+
+def mode_is_known(config):
+    if config.mode == "b":
+        raise RuntimeError("mode b is not handled")
+
+
+RULES = (depth_is_odd, mode_is_known)
+'''
+
+
+def verbose(config):
+    return config.verbose
+
+
+def unreadable_condition(config):
+    raise KeyError("no such setting")
+
+
+def _named(module: str, when) -> object:
+    named = Rules()
+    named.validate(f"{module}:RULES", when=when)
+
+    class Named:
+        megaplug_plugin = PluginInfo(name="named", after=("core",), rules=named)
+
+    return Named()
+
+
+@pytest.fixture
+def named_module(tmp_path, monkeypatch):
+    name = f"named_rules_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{name}.py").write_text(NAMED_RULES)
+    log = tmp_path / "imports.log"
+    monkeypatch.setenv("NAMED_RULES_LOG", str(log))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name, log
+
+
+def test_a_named_group_is_imported_only_when_its_condition_holds(make_kernel, named_module):
+    name, log = named_module
+    kernel = make_kernel(Core(), _named(name, verbose))
+    assert kernel.resolve(["--num-layers", "3"], environ={}).num_layers == 3
+    assert not log.exists()  # condition false: never imported
+    with pytest.raises(ConfigError) as info:
+        kernel.resolve(["--num-layers", "3", "--verbose", "--mode", "b"], environ={})
+    found = {p.rule: p.message for p in info.value.problems}
+    assert found["depth_is_odd"] == "--num-layers 3 is odd"  # each rule blamed by its name
+    assert "raised RuntimeError in validate rule mode_is_known" in found["mode_is_known"]
+    kernel.resolve(["--num-layers", "4", "--verbose"], environ={})
+    assert log.read_text() == "imported\n"  # once per process
+
+
+def test_a_named_group_whose_condition_raises_reports_it_for_each_rule(make_kernel,
+                                                                       named_module):
+    name, _log = named_module
+    kernel = make_kernel(Core(), _named(name, unreadable_condition))
+    with pytest.raises(ConfigError) as info:
+        kernel.resolve([], environ={})
+    assert sorted(p.rule for p in info.value.problems) == ["depth_is_odd", "mode_is_known"]
+    assert all("raised KeyError" in p.message for p in info.value.problems)
+
+
+def test_a_named_group_that_cannot_be_imported_is_a_problem_of_its_plugin(make_kernel):
+    kernel = make_kernel(Core(), _named("no_such_module_of_rules", verbose))
+    assert kernel.resolve([], environ={}).num_layers == 2
+    with pytest.raises(ConfigError) as info:
+        kernel.resolve(["--verbose"], environ={})
+    [problem] = info.value.problems
+    assert problem.plugin == "named"
+    assert "could not import its rules no_such_module_of_rules:RULES" in problem.message
+
+
+def test_a_named_group_needs_a_condition():
+    with pytest.raises(TypeError, match="under a condition"):
+        Rules(validate=("some.module:RULES",))

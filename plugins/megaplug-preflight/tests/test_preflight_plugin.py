@@ -105,7 +105,10 @@ def test_checks_are_named_documented_and_listed_once():
     names = [check.__name__ for check in checks]
     assert len(names) == len(set(names))
     assert checks == list(megaplug_preflight.CHECKS)
-    declared = megaplug_preflight.megaplug_plugin.rules.steps["validate"]
+    # one group, named by reference: imported only where the checks run
+    group, = megaplug_preflight.megaplug_plugin.rules.steps["validate"]
+    assert group.group == "megaplug_preflight.checks:CHECKS"
+    declared = group.rules()
     assert [step.name for step in declared] == names
     assert {step.when for step in declared} == {megaplug_preflight.enabled}
     assert all(callable(check) and not check.__name__.startswith("_") for check in checks)

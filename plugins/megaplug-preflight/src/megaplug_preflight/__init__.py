@@ -13,9 +13,9 @@ or keep it loaded but silent with the environment switch ``MEGAPLUG_PREFLIGHT=0`
 
 from __future__ import annotations
 
-from megaplug import Draft, PluginInfo, Rules
+from typing import Any
 
-from .checks import CHECKS, FAMILIES
+from megaplug import Draft, PluginInfo, Rules
 
 #: The environment switch: ``0``, ``false``, ``no`` or ``off`` turn the checks off.
 SWITCH = "MEGAPLUG_PREFLIGHT"
@@ -30,7 +30,9 @@ def enabled(config: Draft) -> bool:
 
 
 rules = Rules()
-rules.validate(*CHECKS, when=enabled)
+# named, not imported: its ~20 modules are imported only where the checks run (the
+# Megatron facade turns them off by default)
+rules.validate("megaplug_preflight.checks:CHECKS", when=enabled)
 
 megaplug_plugin = PluginInfo(
     name="preflight",
@@ -46,3 +48,11 @@ megaplug_plugin = PluginInfo(
 
 
 __all__ = ["CHECKS", "FAMILIES", "SWITCH", "enabled", "megaplug_plugin", "rules"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("CHECKS", "FAMILIES"):  # from the checks module, imported on first use
+        from . import checks
+
+        return getattr(checks, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
