@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from types import MappingProxyType
 from typing import Any, Iterator, Mapping
 
@@ -273,5 +272,7 @@ class Resolved(_Settings):
     def options(self, plugin: str | type) -> Any:
         """The plugin's options dataclass (by plugin name or class) filled with resolved values."""
         cls = self._table.options_class(plugin) if isinstance(plugin, str) else plugin
+        import dataclasses  # only where a plugin asks for its options object
+
         return cls(**{f.name: self._values[f.name] for f in dataclasses.fields(cls)
                       if f.init and f.name in self._values})

@@ -8,7 +8,6 @@ or more :class:`FlagSpec` records, the single description every other part of me
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import functools
 import json
@@ -16,13 +15,29 @@ import math
 import types
 import typing
 from argparse import ArgumentTypeError
-from typing import Annotated, Any, Callable, Sequence, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Sequence, get_args, get_origin
 
 from ._errors import shorten
 from ._record import MutableRecord, Record
 from ._values import float_or_infinity, is_dtype
 
-MISSING: Any = dataclasses.MISSING
+if TYPE_CHECKING:
+    import dataclasses
+
+
+
+class _Missing:
+    """A marker's ``default=`` when none is given (the field's default then applies)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+# Not dataclasses.MISSING: reading a flag table back from the snapshot declares nothing,
+# and must not import dataclasses (and through it ``inspect``) at start-up.
+MISSING: Any = _Missing()
 
 #: The actions a flag may use, and the argparse classes they stand for.
 _ARGPARSE_ACTION_NAMES = {
@@ -340,6 +355,8 @@ def _field_markers(options_class: type) -> list[tuple[Any, ...]]:
     declared: dict[str, tuple[Any, ...]] = {}
     for klass in reversed(options_class.__mro__):
         declared.update(klass.__dict__.get("__megaplug_markers__", {}))
+    import dataclasses
+
     hints: dict[str, Any] | None = None
     rows = []
     for field in dataclasses.fields(options_class):
@@ -360,11 +377,13 @@ def _field_markers(options_class: type) -> list[tuple[Any, ...]]:
 
 
 def _field_default(field: dataclasses.Field, annotation: Any) -> Any:  # type: ignore[type-arg]
+    from dataclasses import MISSING as NO_DEFAULT
+
     if isinstance(field.default, _MARKER_TYPES):
         return _marker_default(field.default, annotation)
-    if field.default is not MISSING:
+    if field.default is not NO_DEFAULT:
         return field.default
-    if field.default_factory is not MISSING:  # type: ignore[misc]
+    if field.default_factory is not NO_DEFAULT:  # type: ignore[misc]
         return field.default_factory()  # type: ignore[misc]
     return None
 
@@ -386,6 +405,8 @@ def _marker_default(marker: Any, annotation: Any) -> Any:
 
 def specs_from_options(options_class: type, plugin: str) -> list[FlagSpec]:
     """Turn an options dataclass into flag specs (one per marker; unmarked fields are flags)."""
+    import dataclasses
+
     if not dataclasses.is_dataclass(options_class):
         raise TypeError(f"{options_class!r} is not a dataclass")
     specs: list[FlagSpec] = []
@@ -470,17 +491,21 @@ _FIELDS_CACHE: dict[type, tuple[dataclasses.Field, ...]] = {}  # type: ignore[ty
 
 def _fields_of(cls: type) -> tuple[dataclasses.Field, ...]:  # type: ignore[type-arg]
     if cls not in _FIELDS_CACHE:
+        import dataclasses
+
         _FIELDS_CACHE[cls] = dataclasses.fields(cls)
     return _FIELDS_CACHE[cls]
 
 
 def _options_init(self: Any, **values: Any) -> None:
+    from dataclasses import MISSING as NO_DEFAULT
+
     for field in _fields_of(type(self)):
         if field.name in values:
             value = values.pop(field.name)
-        elif field.default is not MISSING:
+        elif field.default is not NO_DEFAULT:
             value = field.default
-        elif field.default_factory is not MISSING:  # type: ignore[misc]
+        elif field.default_factory is not NO_DEFAULT:  # type: ignore[misc]
             value = field.default_factory()  # type: ignore[misc]
         else:
             raise TypeError(f"{type(self).__name__}() missing setting {field.name!r}")
@@ -517,6 +542,8 @@ def _take_marker_defaults(target: type) -> None:
         declared[name] = (marker,)
         default = _marker_default(marker, annotation)
         if isinstance(default, (list, dict, set)):  # a fresh copy per instance, as default_factory
+            import dataclasses
+
             default = dataclasses.field(default_factory=functools.partial(type(default), default))
         setattr(target, name, default)
     target.__megaplug_markers__ = declared  # type: ignore[attr-defined]
@@ -537,6 +564,8 @@ def options(cls: type | None = None, /) -> Any:
     """
 
     def wrap(target: type) -> type:
+        import dataclasses
+
         _take_marker_defaults(target)
         made = dataclasses.dataclass(target, init=False, repr=False, eq=False)
         made.__init__ = _options_init  # type: ignore[misc]

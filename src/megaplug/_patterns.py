@@ -10,9 +10,11 @@ capped so a short string cannot ask for gigabytes (``[1]*10**9`` style inputs fa
 
 from __future__ import annotations
 
-import ast
 import re
-from typing import Union
+from typing import TYPE_CHECKING, Union
+
+if TYPE_CHECKING:
+    import ast
 
 Value = Union[int, list]
 
@@ -35,6 +37,8 @@ def parse_pattern(text: str) -> Value:
     """Evaluate a pattern expression to an ``int`` or a ``list`` of ints."""
     if not isinstance(text, str):
         raise PatternError(f"expected a string, got {type(text).__name__}")
+    import ast  # only where a pattern is parsed: the facade imports this module on start-up
+
     _check_characters(text)
     if not text.strip():
         raise PatternError("empty pattern")
@@ -63,6 +67,7 @@ def _check_characters(text: str) -> None:
 
 def _value(node: ast.AST, text: str) -> Value:
     """The value of a node of the language; any other node is refused."""
+    import ast
     position = getattr(node, "col_offset", 0) + len(text) - len(text.lstrip())
     if isinstance(node, ast.Constant) and type(node.value) is int:
         return _check_int(node.value, text)

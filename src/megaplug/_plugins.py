@@ -11,8 +11,6 @@ import time
 import types
 from typing import Any, Iterable, Sequence
 
-import pluggy
-
 from . import hookspecs
 from ._errors import PluginError
 from ._record import FrozenRecord, MutableRecord
@@ -248,8 +246,8 @@ def _dist_of(entry_point: Any) -> tuple[str | None, str | None]:
 _CALL_ORDER_OPTIONS = ("tryfirst", "trylast", "hookwrapper", "wrapper")
 
 
-class _Manager(pluggy.PluginManager):
-    """pluggy's manager with a cheap first look at a plugin's attributes.
+def _new_manager() -> Any:
+    """pluggy's manager of megaplug's hooks, with a cheap first look at a plugin's attributes.
 
     pluggy examines every attribute of a plugin with ``inspect.getattr_static``, which for
     a plugin module full of imports is most of megaplug's start-up (and for a thousand
@@ -258,14 +256,21 @@ class _Manager(pluggy.PluginManager):
     ``classmethod`` / ``staticmethod`` / bound method wraps), so the others are skipped
     at a few dictionary lookups; every marked one -- and any name not stored where the
     first look reaches, such as a slot -- still goes through pluggy's own checks (and an
-    unknown marked name still fails ``check_pending``).
+    unknown marked name still fails ``check_pending``). pluggy is imported here, when a
+    plugin needs its look (see ``_plain_hooks``), not at start-up.
     """
+    import pluggy
 
-    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
-        stored = _stored_attribute(plugin, name)
-        if stored is not _NOT_STORED and not _marked(stored):
-            return None
-        return super().parse_hookimpl_opts(plugin, name)
+    class Manager(pluggy.PluginManager):
+        def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+            stored = _stored_attribute(plugin, name)
+            if stored is not _NOT_STORED and not _marked(stored):
+                return None
+            return super().parse_hookimpl_opts(plugin, name)
+
+    manager = Manager("megaplug")
+    manager.add_hookspecs(hookspecs)
+    return manager
 
 
 _NOT_STORED = object()
@@ -316,7 +321,7 @@ class PluginSet:
         self.records: dict[str, PluginRecord] = {}
         #: Each active plugin's hook implementations: hook -> (function, argument names).
         self.implementations: dict[str, dict[str, tuple[Any, tuple[str, ...]]]] = {}
-        self._manager: _Manager | None = None
+        self._manager: Any = None  # pluggy's, made on first use
         #: Plugins whose hooks need no look from pluggy, registered on first use of
         #: ``manager`` (the kernel calls each hook itself, so that may be never).
         self._unregistered: list[tuple[Any, str]] = []
@@ -335,11 +340,10 @@ class PluginSet:
         self.discovery_seconds = time.perf_counter() - started
 
     @property
-    def manager(self) -> _Manager:
-        """pluggy's manager, with every active plugin registered."""
+    def manager(self) -> Any:
+        """pluggy's ``PluginManager``, with every active plugin registered."""
         if self._manager is None:
-            self._manager = _Manager("megaplug")
-            self._manager.add_hookspecs(hookspecs)
+            self._manager = _new_manager()
         for plugin, name in self._unregistered:
             self._manager.register(plugin, name=name)
         self._unregistered.clear()

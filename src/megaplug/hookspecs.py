@@ -26,17 +26,40 @@ wrapper options would reorder or wrap calls across plugins, so they are refused 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
-
-import pluggy
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 if TYPE_CHECKING:
     from ._config import Draft
     from ._errors import Problem
     from ._registry import FlagDeclarations
 
-hookspec = pluggy.HookspecMarker("megaplug")
-hookimpl = pluggy.HookimplMarker("megaplug")
+
+# The markers set the attributes pluggy's HookspecMarker("megaplug") and
+# HookimplMarker("megaplug") set (pluggy reads them when a plugin registers), written out
+# so that a plugin module marking its hooks imports neither pluggy nor, through it,
+# ``inspect`` -- a large part of every process's start-up, where pluggy is seldom needed
+# (tests/kernel/test_plain_hooks.py holds them to pluggy's own).
+
+def hookspec(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a hook specification (``pluggy.HookspecMarker("megaplug")`` with no options)."""
+    function.megaplug_spec = {  # type: ignore[attr-defined]
+        "firstresult": False, "historic": False, "warn_on_impl": None,
+        "warn_on_impl_args": None}
+    return function
+
+
+def hookimpl(function: Callable[..., Any] | None = None, *, hookwrapper: bool = False,
+             optionalhook: bool = False, tryfirst: bool = False, trylast: bool = False,
+             specname: str | None = None, wrapper: bool = False) -> Any:
+    """Mark a hook implementation: ``@hookimpl`` (pluggy's ``HookimplMarker("megaplug")``;
+    its call-order options are refused when the plugin registers)."""
+    def mark(target: Callable[..., Any]) -> Callable[..., Any]:
+        target.megaplug_impl = {  # type: ignore[attr-defined]
+            "wrapper": wrapper, "hookwrapper": hookwrapper, "optionalhook": optionalhook,
+            "tryfirst": tryfirst, "trylast": trylast, "specname": specname}
+        return target
+
+    return mark if function is None else mark(function)
 
 #: The phases of a resolve after ``add_args``, in the order they run.
 PHASES = ("normalize", "derive", "validate")

@@ -1,9 +1,10 @@
 """megaplug-example-plugin: LoRA adapter settings, as a template for third-party plugins.
 
-A complete plugin in one module:
+A complete plugin in two modules:
 
-* :class:`LoraOptions` declares the flags, a hidden deprecated alias and a computed value;
-  the ``add_args`` hook hands it to the kernel;
+* :class:`LoraOptions` (in ``options.py``) declares the flags, a hidden deprecated alias
+  and a computed value; the ``add_args`` hook imports it and hands it to the kernel (a
+  process that reads the flag table from megaplug's cache never imports it);
 * ``rules`` holds the plugin's rules, each a small named function declared with a
   decorator: a normalization migrates the alias ``--lora-r`` to ``--lora-rank`` (warning,
   provenance), a derivation computes ``lora_scaling = lora_alpha / lora_rank``, and checks
@@ -15,46 +16,19 @@ The kernel runs the rules, and names the rule in the provenance of each value it
 in each problem it reports.
 """
 
-from typing import Optional
-
-from megaplug import Computed, Draft, Flag, FlagDeclarations, PluginInfo, Rules, hookimpl, options
+from megaplug import Draft, FlagDeclarations, PluginInfo, Rules, hookimpl
 
 __version__ = "0.1.0"
 
 #: The plugin's normalizations, derivations and checks, in the order each phase runs them.
 rules = Rules()
 
-#: Linear layers an adapter can wrap, by their Megatron core module names.
-TARGET_MODULES = ("linear_qkv", "linear_proj", "linear_fc1", "linear_fc2")
-
-
-@options
-class LoraOptions:
-    """LoRA settings: adapters are on when ``--lora-rank`` is set."""
-
-    lora_rank: Optional[int] = Flag(
-        default=None,
-        help="Rank of the LoRA adapters; unset trains the full model without adapters.")
-    lora_alpha: float = Flag(
-        default=16.0,
-        help="LoRA scale numerator: adapter outputs are multiplied by alpha / rank.")
-    lora_dropout: float = Flag(
-        default=0.0, help="Dropout probability applied to the adapter inputs.")
-    lora_target_modules: list[str] = Flag(
-        nargs="+", choices=TARGET_MODULES, metavar="MODULE",
-        default=["linear_qkv", "linear_proj"],  # copied per instance, like a default_factory
-        help="Linear layers that get adapters: " + ", ".join(TARGET_MODULES) + ".")
-    # The old spelling: accepted, hidden from --help, migrated by normalize.
-    lora_r: Optional[int] = Flag(
-        default=None, hidden=True, help="Deprecated spelling of --lora-rank.")
-    lora_scaling: Optional[float] = Computed(
-        "Multiplier of the adapter output, lora_alpha / lora_rank; none without adapters.",
-        default=None)
-
-
 @hookimpl
 def add_args(flags: FlagDeclarations) -> None:
     """Declare the LoRA flags."""
+    # imported here, not at the top: a flag table read from megaplug's cache needs none
+    from .options import LoraOptions
+
     flags.add_options(LoraOptions)
 
 
@@ -149,3 +123,11 @@ megaplug_plugin = PluginInfo(
 )
 
 __all__ = ["LoraOptions", "TARGET_MODULES", "megaplug_plugin", "rules"]
+
+
+def __getattr__(name: str) -> object:
+    if name in ("LoraOptions", "TARGET_MODULES"):  # from the options module, on first use
+        from . import options
+
+        return getattr(options, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,8 +10,7 @@ are two MTP depths of pattern ``M*``. All MTP depths repeat the same pattern.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
+from typing import NamedTuple, Optional
 
 LAYER_SYMBOLS = {
     "M": "Mamba",
@@ -30,8 +29,7 @@ class HybridPatternError(ValueError):
     """A hybrid layer pattern that does not follow the pattern language."""
 
 
-@dataclass(frozen=True)
-class HybridPattern:
+class HybridPattern(NamedTuple):  # not a dataclass: that would import inspect at start-up
     """A parsed pattern: the main layers (with pipeline separators) and the MTP part."""
 
     main: str

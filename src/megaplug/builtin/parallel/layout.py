@@ -9,7 +9,7 @@ describes six stages: ``[E] [t] [t] [t] [m] [L]``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 #: Layer symbols a layout may contain.
 LAYER_SYMBOLS = {"E": "embedding", "t": "decoder layer", "m": "MTP layer", "L": "loss"}
@@ -24,8 +24,7 @@ class LayoutError(ValueError):
     """A layout string that does not follow the layout language."""
 
 
-@dataclass(frozen=True)
-class PipelineLayout:
+class PipelineLayout(NamedTuple):  # not a dataclass: that would import inspect at start-up
     """A parsed layout: the symbols held by each stage, in order."""
 
     stages: tuple[tuple[str, ...], ...]
