@@ -131,3 +131,61 @@ def test_a_resolve_runs_the_hooks_of_plugins_never_registered_with_pluggy():
     resolved = Kernel(plugins).resolve(["--plain-width", "3"], environ={})
     assert resolved["plain_width"] == 6
     assert plugins._manager is None
+
+
+# -- the markers are pluggy's, without importing pluggy ------------------------------------
+
+@pytest.mark.parametrize("options", [{}, {"tryfirst": True}, {"trylast": True},
+                                     {"hookwrapper": True}, {"wrapper": True},
+                                     {"optionalhook": True}, {"specname": "derive"}])
+def test_hookimpl_marks_a_function_as_pluggys_marker_does(options):
+    import pluggy
+
+    def ours(config):
+        return None
+
+    def theirs(config):
+        return None
+
+    marker = pluggy.HookimplMarker("megaplug")
+    (hookimpl(**options)(ours) if options else hookimpl(ours))
+    (marker(**options)(theirs) if options else marker(theirs))
+    assert ours.megaplug_impl == theirs.megaplug_impl
+
+
+def test_hookspec_marks_a_function_as_pluggys_marker_does():
+    import pluggy
+
+    from megaplug.hookspecs import hookspec
+
+    def ours(config):
+        return None
+
+    def theirs(config):
+        return None
+
+    hookspec(ours)
+    pluggy.HookspecMarker("megaplug")(theirs)
+    assert ours.megaplug_spec == theirs.megaplug_spec
+
+
+def test_a_resolve_with_a_stored_flag_table_imports_no_pluggy_inspect_or_dataclasses(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = ("import json, sys, megaplug\n"
+            "try:\n"
+            "    megaplug.resolve(['--num-layers', '2', '--hidden-size', '64',"
+            " '--num-attention-heads', '4'], environ={'RANK': '0', 'WORLD_SIZE': '1'})\n"
+            "except megaplug.ConfigError:\n"
+            "    pass\n"
+            "print(json.dumps(sorted(m for m in ('pluggy', 'inspect', 'dataclasses', 'ast')"
+            " if m in sys.modules)))\n")
+    env = {**os.environ, "MEGAPLUG_CACHE_DIR": str(tmp_path)}
+    env.pop("MEGAPLUG_NO_CACHE", None)
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env=env, cwd=tmp_path, check=True) for _ in range(2)]
+    assert "dataclasses" in json.loads(runs[0].stdout)  # declared: options classes imported
+    assert json.loads(runs[1].stdout) == []  # read back from the cache
