@@ -411,10 +411,13 @@ _LISTING_SHAPE = {
 
 
 def _list_rows(options: argparse.Namespace) -> dict[str, Any]:
+    from ._discovery import depends_on
+
     try:
         kernel, _rest = load_kernel(options)
     except PluginError:
         kernel, _rest = load_kernel(options, tolerant=True)
+    depends_on(kernel.sources)  # a table read back: the options modules it came from
     counts: dict[str, int] = {}
     for spec in kernel.table:
         if spec.kind == "flag":
@@ -453,10 +456,11 @@ def _plugin_view(options: argparse.Namespace, kind: str, make: Callable[[Any], A
     answer it was computed from): ``flags``, ``schema``, ``completion`` and ``docs``
     depend on nothing else, so a process that finds it imports no plugin at all.
     ``accept`` refuses a stored value (then it is computed again)."""
-    from ._discovery import cached
+    from ._discovery import cached, depends_on
 
     def compute() -> dict[str, Any]:
         kernel, _rest = load_kernel(options)
+        depends_on(kernel.sources)
         return {"plugins": {name: [str(record.status), record.reason]
                             for name, record in kernel.plugins.records.items()},
                 "value": make(kernel)}

@@ -24,7 +24,7 @@ import stat
 import sys
 import time
 import zlib
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ._record import FrozenRecord
 
@@ -301,18 +301,34 @@ def _import_closure() -> dict[str, str | None]:
             if not path.startswith(standard) or "-packages" in path}
 
 
-#: Files the answers this process used or computed depend on beyond its imported modules:
-#: those of every cached answer it read (an answer computed from a flag table read back
-#: from its cache depends on the options modules that table was declared from, which this
-#: process never imported) and source files read without importing them (``depends_on``).
-_ALSO_READ: dict[str, str | None] = {}
+#: The files read so far by each computation under way (innermost last): those of every
+#: cached answer it used -- an answer computed from a flag table read back from its cache
+#: depends on the options modules that table was declared from, which this process never
+#: imported -- and files it read without importing them (``depends_on``).
+_READS: list[dict[str, str | None]] = []
 
 
-def depends_on(paths: Any) -> None:
-    """Key the answers this process computes from now on on these files too (files a
-    computation reads without importing them: the sources ``megaplug docs`` parses)."""
-    for path in paths:
-        _ALSO_READ.setdefault(str(path), _file_state(str(path)))
+@contextlib.contextmanager
+def reads() -> Iterator[dict[str, str | None]]:
+    """Collect, within the block, the files of every cached answer used and every file
+    passed to :func:`depends_on` (path -> state when read)."""
+    frame: dict[str, str | None] = {}
+    _READS.append(frame)
+    try:
+        yield frame
+    finally:
+        _READS.pop()  # blocks nest: the innermost is last
+
+
+def depends_on(files: Any) -> None:
+    """Key the answers being computed on these files too: paths (a computation's reads
+    without importing, such as the sources ``megaplug docs`` parses), or a mapping of paths
+    to the states they were read in (what an object built from a cached answer came from)."""
+    states = dict(files) if isinstance(files, dict) else {
+        str(path): _file_state(str(path)) for path in files}
+    for frame in _READS:
+        for path, state in states.items():
+            frame.setdefault(path, state)
 
 
 def conforms(value: Any, shape: Any) -> bool:
@@ -393,13 +409,14 @@ def cached(kind: str, fingerprint: str | None, compute: Callable[[], Any], *,
     if _still_valid(stored, fingerprint, shape, track_imports) and (
             accept is None or accept(stored["value"])):
         if track_imports:
-            _ALSO_READ.update(stored["imports"])
+            depends_on(stored["imports"])
         return stored["value"]
     started = time.time_ns()
-    value = compute()
+    with reads() as read:
+        value = compute()
     record: dict[str, Any] = {"fingerprint": fingerprint, "value": value}
     if track_imports:
-        record["imports"] = {**_ALSO_READ, **_import_closure()}
+        record["imports"] = {**read, **_import_closure()}
         if any(state is not None and int(state.split("/")[0]) >= started
                for state in record["imports"].values()):
             return value  # a file changed while it was read: its state may not be the code's

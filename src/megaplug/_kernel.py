@@ -45,6 +45,9 @@ class Kernel:
         #: The flag specs an inactive plugin would declare, by plugin (``megaplug flags``).
         self.inactive_specs: dict[str, list[FlagSpec]] = {}
         self._parser: argparse.ArgumentParser | None = None
+        #: Where the table was read back from the snapshot: the files it was declared from
+        #: (path -> state), on which an answer computed from this kernel depends too.
+        self.sources: dict[str, str | None] = {}
         #: Seconds spent per stage: "add_args" once, then per resolve "parse",
         #: "normalize", "derive", "validate" (overwritten by each resolve).
         self.timings: dict[str, float] = {}

@@ -51,7 +51,7 @@ def declare_or_read(kernel: Any, declare: Callable[[], None]) -> None:
     records = list(kernel.plugins.records.values())
     if not all(r.module is None or isinstance(r.module, types.ModuleType) for r in records):
         return declare()
-    from ._discovery import cached, code_fingerprint
+    from ._discovery import cached, code_fingerprint, reads
 
     packages = {"megaplug", *(r.module.__name__.partition(".")[0] for r in records
                               if r.module is not None)}
@@ -82,13 +82,15 @@ def declare_or_read(kernel: Any, declare: Callable[[], None]) -> None:
         return True
 
     # decode() checks every field as it reads it: no separate walk of the shape
-    cached("flag-table", key, compute, shape={"table": (dict, None)}, track_imports=True,
-           accept=usable, per_key=True)
+    with reads() as sources:
+        cached("flag-table", key, compute, shape={"table": (dict, None)},
+               track_imports=True, accept=usable, per_key=True)
     if declared:
         return None
     if not read:
         return declare()
     kernel.table, kernel.inactive_specs = read[0]
+    kernel.sources = dict(sources)
     for name, specs in kernel.inactive_specs.items():
         for option in (option for spec in specs for option in spec.option_strings):
             if option not in kernel.table.by_option:
