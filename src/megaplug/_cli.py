@@ -37,11 +37,12 @@ class _ArgumentParser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
 
 
-def build_parser(completing: bool = False) -> argparse.ArgumentParser:
+def build_parser(completing: bool = False, only: str | None = None) -> argparse.ArgumentParser:
     """The parser of megaplug's own options; training flags are not in it (they follow ``--``).
 
     ``completing`` leaves out diff's positionals: the completion script completes them,
-    with the training flags, as one list of words.
+    with the training flags, as one list of words. ``only`` builds that command's options
+    alone (the one being run: building all of them is a noticeable part of a resolve).
     """
     parser = _ArgumentParser(
         prog="megaplug",
@@ -53,14 +54,13 @@ def build_parser(completing: bool = False) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="store_true",
                         help="print megaplug's version and the plugins' (as megaplug list does)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    _add_list(commands)
-    _add_flags(commands)
-    _add_resolve(commands)
-    _add_explain(commands)
-    _add_diff(commands, with_sides=not completing)
-    _add_schema(commands)
-    _add_completion(commands)
-    _add_docs(commands)
+    adders: dict[str, Callable[[Any], None]] = {
+        "list": _add_list, "flags": _add_flags, "resolve": _add_resolve,
+        "explain": _add_explain, "diff": lambda c: _add_diff(c, with_sides=not completing),
+        "schema": _add_schema, "completion": _add_completion, "docs": _add_docs}
+    for name, add in adders.items():
+        if only is None or name == only:
+            add(commands)
     return parser
 
 
@@ -217,7 +217,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(tokens: list[str]) -> int:
     own, passthrough = _split_passthrough(tokens)
-    parser = build_parser()
+    first = next((token for token in own if not token.startswith("-")), None)
+    parser = build_parser(only=first if first in COMMANDS else None)
     try:
         _check_command(own)
         setting = _take_setting(own, parser)
