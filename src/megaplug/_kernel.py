@@ -52,6 +52,10 @@ class Kernel:
         #: "normalize", "derive", "validate" (overwritten by each resolve).
         self.timings: dict[str, float] = {}
         self._steps, self._superseded = self._collect_steps()
+        #: (plugin, phase) whose steps still hold a group of rules named by reference.
+        self._named_groups = {(name, phase) for name, phases in self._steps.items()
+                              for phase, steps in phases.items()
+                              if any(step.group is not None for step in steps)}
         if snapshot:  # the table as a previous process declared it, while nothing changed
             from ._snapshot import declare_or_read
 
@@ -355,7 +359,10 @@ class Kernel:
             # validate may only report: each step's mutable values are compared to a copy
             snapshot = _mutable_snapshot(draft._values) if phase == "validate" else None
             for record in order:
-                for step in self._phase_steps(record, phase, draft, sink):
+                steps = self._steps[record.name][phase]
+                if (record.name, phase) in self._named_groups:
+                    steps = self._phase_steps(record, phase, draft, sink)
+                for step in steps:
                     self._run(step, record, phase, draft, sink, snapshot)
             self.timings[phase] = time.perf_counter() - started
         sink.current_plugin = sink.current_rule = None
@@ -374,6 +381,8 @@ class Kernel:
         its rules share that condition, and nothing runs between them to change it."""
         steps = self._steps[record.name][phase]
         index = 0
+        if not any(step.group is not None for step in steps):
+            self._named_groups.discard((record.name, phase))  # all imported now
         while index < len(steps):
             step = steps[index]
             if step.group is None:
