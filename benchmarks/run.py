@@ -486,7 +486,8 @@ def bench_side_effects() -> None:
                 target(f"{name} does not import torch", f"crashed: {done.stderr[-300:]}", False)
                 continue
             facts = json.loads(done.stdout)
-            heavy = [m for m in ("torch", "numpy", "transformer_engine", "importlib.metadata")
+            heavy = [m for m in ("torch", "numpy", "transformer_engine", "importlib.metadata",
+                                 "pluggy", "inspect")
                      if m in facts["modules"]]
             target(f"{name} does not import torch",
                    f"exit {facts['code']}, {len(facts['modules'])} modules; "
