@@ -41,6 +41,23 @@ def test_eval_batch_divisibility_with_the_real_layout(kernel):
                for p in info.value.problems)
 
 
+def test_eval_batch_divisibility_names_the_gtp_remat_factor(kernel):
+    """8 ranks as 1 data-parallel replica x 8 GTP remat ranks: each evaluation step needs a
+    multiple of 8 samples, and the message names the settings the 8 is made of, as
+    Megatron's does (its own test matches ``gtp_weight_remat_size``)."""
+    with pytest.raises(megaplug.ConfigError) as info:
+        _resolve(kernel, "--micro-batch-size", "1", "--tensor-parallel-num-weight-shards", "8",
+                 "--eval-global-batch-size", "4", "--eval-micro-batch-size", "1")
+    [problem] = [p for p in info.value.problems if "--eval-global-batch-size" in p.flags]
+    assert problem.message == (
+        "--eval-global-batch-size 4 must be divisible by --eval-micro-batch-size 1 x "
+        "batch-parallel size 8 (data_parallel_size 1 x gtp_weight_remat_size 8) = 8")
+    resolved = _resolve(kernel, "--micro-batch-size", "1",
+                        "--tensor-parallel-num-weight-shards", "8",
+                        "--eval-global-batch-size", "8", "--eval-micro-batch-size", "1")
+    assert (resolved.data_parallel_size, resolved.gtp_weight_remat_size) == (1, 8)
+
+
 def test_deterministic_mode_reads_tp_comm_overlap_from_parallel(kernel):
     with pytest.raises(megaplug.ConfigError) as info:
         _resolve(kernel, "--deterministic-mode", "--tensor-model-parallel-size", "2",

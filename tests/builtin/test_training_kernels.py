@@ -56,6 +56,8 @@ def test_nan_check_off_with_fake_process_group():
 def test_te_cross_entropy_needs_te_2_19():
     text = messages("--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "te")
     assert "needs Transformer Engine >= 2.19" in text and "found 2.17.1" in text
+    # Megatron's own test matches its message on this phrase
+    assert "Transformer Engine cross entropy loss fusion (--cross-entropy-fusion-impl te)" in text
     resolved = resolve("--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "te",
                        packages={"transformer_engine": "2.19.0"})
     assert resolved.cross_entropy_fusion_impl == "te"

@@ -134,12 +134,33 @@ def check_eval_batch_divisibility(config: Draft) -> None:
         return
     config.error(
         f"{names[0]} {eval_global} must be divisible by {names[1]} {eval_micro} x batch-parallel "
-        f"size {ranks} = {step}"
+        f"size {ranks}{_data_parallel_factors(config, ranks)} = {step}"
         + ("" if all(name.startswith("--eval") for name in names)
            else " (evaluation batch sizes default to the training ones)"),
         flags=(*names, "data_parallel_size"),
         hint=_divisibility_hint(eval_global, eval_micro, ranks, names),
     )
+
+
+def _data_parallel_factors(config: Draft, ranks: int) -> str:
+    """`` (data_parallel_size D x NAME F)`` when ranks sharing a replica's weights make the
+    batch-parallel size more than the data-parallel size, else empty.
+
+    The factors are the settings the data-parallel size was divided by (its provenance), so
+    the message names a feature's setting (GTP's ``gtp_weight_remat_size``, as Megatron's
+    does) without this plugin knowing the feature.
+    """
+    data_parallel = config.get("data_parallel_size")
+    if not data_parallel or data_parallel == ranks:
+        return ""
+    record = config.source("data_parallel_size")
+    divisors = [name for name in (record.inputs if record is not None else ())
+                if name != "data_parallel_size" and name in config]
+    if not divisors:
+        return ""
+    factors = [f"data_parallel_size {data_parallel}",
+               *(f"{name} {config.get(name)}" for name in divisors)]
+    return f" ({' x '.join(factors)})"
 
 
 def _given_or(dest: str, fallback: str, config: Draft) -> str:

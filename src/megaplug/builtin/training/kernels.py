@@ -86,8 +86,11 @@ def check_te_cross_entropy(config: Draft) -> None:
     if config.env.version_at_least("transformer_engine", "2.19.0"):
         return
     found = config.env.package_version("transformer_engine") or "not installed"
-    config.error("--cross-entropy-fusion-impl te needs Transformer Engine >= 2.19 (earlier "
-                 f"versions are unstable); found {found}",
+    # "Transformer Engine cross entropy loss fusion" is the phrase Megatron's message and its
+    # tests use for this refusal
+    config.error("Transformer Engine cross entropy loss fusion (--cross-entropy-fusion-impl te) "
+                 f"needs Transformer Engine >= 2.19 (earlier versions are unstable); "
+                 f"found {found}",
                  flags=("cross_entropy_fusion_impl", "cross_entropy_loss_fusion"),
                  hint="use --cross-entropy-fusion-impl native, or drop "
                       "--cross-entropy-loss-fusion")
