@@ -150,22 +150,64 @@ def test_weight_offload_needs_a_separate_inference_model(separate: list[str]) ->
 
 def test_generation_lag_needs_partial_rollouts() -> None:
     [problem] = rl_problems(BASE + ["--rl-generation-lag", "2"])
-    assert "--rl-generation-lag 2 requires --rl-partial-rollouts" in problem
+    assert "--rl-generation-lag requires --rl-partial-rollouts when above 0 (got 2)" in problem
     assert rl_problems(BASE + ["--rl-generation-lag", "2", "--rl-partial-rollouts"]) == []
     assert rl_problems(BASE + ["--rl-generation-lag", "0"]) == []
 
 
-def test_rollout_submission_needs_partial_rollouts() -> None:
-    argv = BASE + ["--rl-submission-granularity", "R"]
+def test_generation_lag_is_at_least_minus_one() -> None:
+    [problem] = rl_problems(BASE + ["--rl-generation-lag", "-2"])
+    assert "--rl-generation-lag -2 must be >= -1" in problem
+    assert resolve(BASE + ["--rl-generation-lag", "-1"]).rl_generation_lag == -1
+    assert resolve(BASE + ["--rl-generation-lag", "0.5", "--rl-partial-rollouts"]
+                   ).rl_generation_lag == 0.5
+
+
+def test_generation_lag_defaults_to_synchronous_without_partial_rollouts() -> None:
+    """Megatron-LM main: 0 without partial rollouts, unset (tuned at launch) with them."""
+    resolved = resolve(BASE)
+    assert resolved.rl_generation_lag == 0
+    assert resolved.source("rl_generation_lag").plugin == "rl"
+    assert resolve(BASE + ["--rl-partial-rollouts"]).rl_generation_lag is None
+    assert resolve(["--micro-batch-size", "1"]).rl_generation_lag is None  # not an RL run
+
+
+def test_inflight_requests_set_the_generation_lag() -> None:
+    # 32 prompts x 2 rollouts = 64 requests per trainer batch
+    assert resolve(BASE + ["--rl-max-inflight-requests", "32"]).rl_generation_lag == -0.5
+    resolved = resolve(BASE + ["--rl-max-inflight-requests", "192", "--rl-partial-rollouts"])
+    assert resolved.rl_generation_lag == 2.0
+    assert resolved.source("rl_generation_lag").inputs == (
+        "rl_max_inflight_requests", "grpo_prompts_per_step", "grpo_group_size")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--rl-max-inflight-requests", "64", "--rl-generation-lag", "1", "--rl-partial-rollouts"],
+     "--rl-generation-lag and --rl-max-inflight-requests are mutually exclusive"),
+    (["--rl-max-inflight-requests", "0", "--rl-partial-rollouts"],
+     "--rl-max-inflight-requests 0 must be >= 1"),
+    (["--rl-max-inflight-requests", "128"],
+     "--rl-max-inflight-requests 128 above one training batch (64 requests: "
+     "--grpo-prompts-per-step x --grpo-group-size) requires --rl-partial-rollouts"),
+])
+def test_inflight_request_checks(argv: list[str], message: str) -> None:
+    [problem] = rl_problems(BASE + argv)
+    assert message in problem
+
+
+@pytest.mark.parametrize("granularity", ["R", "G"])
+def test_streamed_submission_needs_partial_rollouts(granularity: str) -> None:
+    """Megatron-LM main: any submission but whole batches (0.19.2: only R)."""
+    argv = BASE + ["--rl-submission-granularity", granularity]
     [problem] = rl_problems(argv)
-    assert "--rl-submission-granularity R requires --rl-partial-rollouts" in problem
+    assert f"--rl-submission-granularity {granularity} requires --rl-partial-rollouts" in problem
     assert rl_problems(argv + ["--rl-partial-rollouts"]) == []
 
 
 def test_rollout_consumption_is_unsupported() -> None:
     [problem] = rl_problems(BASE + ["--rl-consumption-granularity", "R"])
-    assert "--rl-consumption-granularity R is not supported" in problem
-    assert rl_problems(BASE + ["--rl-submission-granularity", "G",
+    assert "--rl-consumption-granularity R is not currently supported" in problem
+    assert rl_problems(BASE + ["--rl-submission-granularity", "G", "--rl-partial-rollouts",
                                "--rl-consumption-granularity", "G"]) == []
 
 

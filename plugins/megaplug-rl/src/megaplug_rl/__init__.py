@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from megaplug import Draft, FlagDeclarations, PluginInfo, Rules, hookimpl
 
-from .checks import CHECKS
+from .checks import CHECKS, requests_per_batch
 
 __all__ = ["RLOptions", "megaplug_plugin"]
 
@@ -31,6 +31,28 @@ def performs_rl_step(config: Draft) -> bool:
     """The RL checks apply to RL runs only: without --perform-rl-step Megatron accepts any
     combination of these flags."""
     return bool(config.perform_rl_step)
+
+
+@rules.derive(when=performs_rl_step)
+def resolve_generation_lag(config: Draft) -> None:
+    """Set the generation lag (in trainer batches) from the in-flight requests, or to 0.
+
+    From --rl-max-inflight-requests when given ((requests / requests per batch) - 1, a
+    float as in Megatron-LM main), else 0 -- synchronous
+    generation -- without partial rollouts; with them an unset lag stays None (tuned to the
+    inference engine's capacity at launch)."""
+    inflight, lag = config.rl_max_inflight_requests, config.rl_generation_lag
+    if inflight is not None:
+        per_batch = requests_per_batch(config)
+        if lag is None and inflight >= 1 and per_batch > 0:
+            config.set("rl_generation_lag", inflight / per_batch - 1,
+                       reason="(in-flight requests / requests per trainer batch) - 1",
+                       inputs=("rl_max_inflight_requests", "grpo_prompts_per_step",
+                               "grpo_group_size"))
+    elif lag is None and not config.rl_partial_rollouts:
+        config.set("rl_generation_lag", 0,
+                   reason="generation is synchronous without partial rollouts",
+                   inputs=("rl_partial_rollouts",))
 
 
 rules.validate(*CHECKS, when=performs_rl_step)

@@ -129,31 +129,88 @@ def weight_offload_needs_separate_inference_model(config: Draft) -> None:
                  "--rl-offload-inference-model-weights-when-idle")
 
 
+def requests_per_batch(config: Draft) -> int:
+    """Rollout requests of one trainer batch: prompts per step x group size."""
+    return config.grpo_prompts_per_step * config.grpo_group_size
+
+
+def inflight_requests_exclude_generation_lag(config: Draft) -> None:
+    """--rl-max-inflight-requests is the generation lag counted in requests: not both."""
+    if (config.rl_max_inflight_requests is not None
+            and config.given_value("rl_generation_lag") is not None):
+        config.error(
+            "--rl-generation-lag and --rl-max-inflight-requests are mutually exclusive "
+            "(the in-flight requests set the lag)",
+            flags=("rl_generation_lag", "rl_max_inflight_requests"),
+            hint="keep one of --rl-generation-lag and --rl-max-inflight-requests")
+
+
+def inflight_requests_at_least_one(config: Draft) -> None:
+    """Generation needs at least one request in flight."""
+    inflight = config.rl_max_inflight_requests
+    if inflight is not None and inflight < 1:
+        config.error(
+            f"--rl-max-inflight-requests {inflight} must be >= 1",
+            flags=("rl_max_inflight_requests",),
+            hint="use 1 or more, or drop --rl-max-inflight-requests")
+
+
+def inflight_requests_beyond_a_batch_need_partial_rollouts(config: Draft) -> None:
+    """More requests in flight than one trainer batch means a generation lag above 0."""
+    inflight, per_batch = config.rl_max_inflight_requests, requests_per_batch(config)
+    if inflight is not None and inflight > per_batch and not config.rl_partial_rollouts:
+        config.error(
+            f"--rl-max-inflight-requests {inflight} above one training batch ({per_batch} "
+            "requests: --grpo-prompts-per-step x --grpo-group-size) requires "
+            "--rl-partial-rollouts",
+            flags=("rl_max_inflight_requests", "rl_partial_rollouts", "grpo_prompts_per_step",
+                   "grpo_group_size"),
+            hint=f"add --rl-partial-rollouts, or keep --rl-max-inflight-requests at most "
+                 f"{per_batch}")
+
+
+def _lag_is_given(config: Draft) -> bool:
+    """The lag checks are for a lag the user gave: one derived from the in-flight requests
+    is checked through those."""
+    return config.rl_max_inflight_requests is None and config.rl_generation_lag is not None
+
+
+def generation_lag_at_least_minus_one(config: Draft) -> None:
+    """A lag of -1 already keeps a single unit of generation work in flight."""
+    lag = config.rl_generation_lag
+    if _lag_is_given(config) and lag < -1:
+        config.error(
+            f"--rl-generation-lag {lag:g} must be >= -1",
+            flags=("rl_generation_lag",),
+            hint="use -1 (one unit of generation work in flight) or more")
+
+
 def generation_lag_needs_partial_rollouts(config: Draft) -> None:
     """A generation lag means rollouts span policy updates, i.e. partial rollouts."""
     lag = config.rl_generation_lag
-    if lag is not None and lag > 0 and not config.rl_partial_rollouts:
+    if _lag_is_given(config) and lag > 0 and not config.rl_partial_rollouts:
         config.error(
-            f"--rl-generation-lag {lag:g} requires --rl-partial-rollouts",
+            f"--rl-generation-lag requires --rl-partial-rollouts when above 0 (got {lag:g})",
             flags=("rl_generation_lag", "rl_partial_rollouts"),
             hint="add --rl-partial-rollouts, or set --rl-generation-lag 0")
 
 
-def rollout_submission_needs_partial_rollouts(config: Draft) -> None:
-    """Submitting single rollouts relies on streaming groups, which partial rollouts provide."""
-    if config.rl_submission_granularity == "R" and not config.rl_partial_rollouts:
+def streamed_submission_needs_partial_rollouts(config: Draft) -> None:
+    """Submitting groups or single rollouts streams them, which partial rollouts provide."""
+    granularity = config.rl_submission_granularity
+    if granularity != "B" and not config.rl_partial_rollouts:
         config.error(
-            "--rl-submission-granularity R requires --rl-partial-rollouts (rollouts are "
-            "streamed into groups)",
+            f"--rl-submission-granularity {granularity} requires --rl-partial-rollouts "
+            "(rollouts are streamed, not submitted as a whole batch)",
             flags=("rl_submission_granularity", "rl_partial_rollouts"),
-            hint="add --rl-partial-rollouts, or use --rl-submission-granularity G or B")
+            hint="add --rl-partial-rollouts, or use --rl-submission-granularity B")
 
 
 def rollout_consumption_unsupported(config: Draft) -> None:
     """Training cannot consume single rollouts yet."""
     if config.rl_consumption_granularity == "R":
         config.error(
-            "--rl-consumption-granularity R is not supported",
+            "--rl-consumption-granularity R is not currently supported",
             flags=("rl_consumption_granularity",),
             hint="use --rl-consumption-granularity G or B")
 
@@ -165,7 +222,7 @@ def batch_submission_with_group_consumption(config: Draft) -> None:
             "--rl-submission-granularity B cannot be combined with "
             "--rl-consumption-granularity G",
             flags=("rl_submission_granularity", "rl_consumption_granularity"),
-            hint="use --rl-submission-granularity G (or R with --rl-partial-rollouts), or "
+            hint="use --rl-submission-granularity G or R (with --rl-partial-rollouts), or "
                  "--rl-consumption-granularity B")
 
 
@@ -253,8 +310,12 @@ CHECKS: tuple[Callable[[Draft], None], ...] = (
     offloaded_kv_cache_excludes_uvm,
     weight_offload_needs_uvm_or_memory_saver,
     weight_offload_needs_separate_inference_model,
+    inflight_requests_exclude_generation_lag,
+    inflight_requests_at_least_one,
+    inflight_requests_beyond_a_batch_need_partial_rollouts,
+    generation_lag_at_least_minus_one,
     generation_lag_needs_partial_rollouts,
-    rollout_submission_needs_partial_rollouts,
+    streamed_submission_needs_partial_rollouts,
     rollout_consumption_unsupported,
     batch_submission_with_group_consumption,
     sequence_packing_needs_micro_batch_one,

@@ -143,7 +143,9 @@ def check_eval_batch_divisibility(config: Draft) -> None:
 
 
 def _data_parallel_factors(config: Draft, ranks: int) -> str:
-    """`` (data_parallel_size D x NAME F)`` when ranks sharing a replica's weights make the
+    """Name the factors of a batch-parallel size above the data-parallel size.
+
+    `` (data_parallel_size D x NAME F)`` when ranks sharing a replica's weights make the
     batch-parallel size more than the data-parallel size, else empty.
 
     The factors are the settings the data-parallel size was divided by (its provenance), so
