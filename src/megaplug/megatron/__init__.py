@@ -10,13 +10,15 @@ or, leaving Megatron-LM's files untouched, runs through the switch
 functions in place of Megatron's. The namespace has Megatron's keys, values and value
 types and pickles into checkpoints like Megatron's; every problem is reported at once
 through :class:`ConfigError` (an ``AssertionError``, like Megatron's checks) instead of the
-first failing ``assert``. :func:`provenance` says where each value came from.
+first failing ``assert`` -- a :class:`UsageError`, also argparse's ``SystemExit(2)``, when
+the command line itself has a problem. :func:`provenance` says where each value came from.
 """
 
 from . import _arguments
 from ._arguments import add_megatron_arguments
 from ._facade import (
     ConfigError,
+    UsageError,
     parse_and_validate_args,
     parse_args,
     provenance,
@@ -47,6 +49,7 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "ConfigError",
     "GROUP_ADDERS",
+    "UsageError",
     "Problem",
     "add_megatron_arguments",
     "install",

@@ -45,6 +45,34 @@ class ConfigError(_errors.ConfigError, AssertionError):
         self.partial = partial
 
 
+class UsageError(ConfigError, SystemExit):
+    """Every problem, when some are with the command line itself (an unknown flag, a value
+    that does not parse, a choice that does not exist).
+
+    There Megatron's ``parse_args`` stops as argparse does, printing the error and raising
+    ``SystemExit(2)``, and code around Megatron (its tests, launchers) expects that exit.
+    So this is also a ``SystemExit`` with code 2 -- printed on stderr when raised, as an
+    uncaught ``SystemExit`` prints nothing -- and still a :class:`ConfigError` (an
+    ``AssertionError``) carrying every problem, validation's included.
+    """
+
+    def __init__(self, problems: Any, partial: Draft | None = None,
+                 warnings: Any = ()) -> None:
+        super().__init__(problems, partial, warnings)
+        self.code = 2
+
+
+def _raise(problems: Any, partial: Draft | None, command_line: bool,
+           warnings: Any = ()) -> None:
+    """Raise every problem: as a :class:`UsageError` (printed) when the command line itself
+    had one, else as a :class:`ConfigError`."""
+    if not command_line:
+        raise ConfigError(problems, partial=partial, warnings=warnings) from None
+    error = UsageError(problems, partial=partial, warnings=warnings)
+    print(f"error: {error}", file=sys.stderr)
+    raise error from None
+
+
 def parse_args(
     extra_args_provider: Callable[[Any], Any] | None = None,
     ignore_unknown_args: bool = False,
@@ -55,12 +83,13 @@ def parse_args(
     """Parse the command line (``sys.argv`` by default) like Megatron's ``parse_args``.
 
     ``rank`` and ``world_size`` come from ``RANK`` / ``WORLD_SIZE``. The namespace is not
-    yet validated; pass it to :func:`validate_args`. Parse problems raise ``ConfigError``.
+    yet validated; pass it to :func:`validate_args`. Parse problems raise
+    :class:`UsageError` (a ``ConfigError``, and ``SystemExit(2)`` as argparse's error is).
     """
     args = _parse(extra_args_provider, ignore_unknown_args, argv, environ)
     state = state_of(args)
     if state is not None and state.problems is not None and state.problems.problems:
-        raise ConfigError(state.problems.problems)
+        _raise(state.problems.problems, None, command_line=True)
     return args
 
 
@@ -109,7 +138,8 @@ def validate_args(
     stand-ins. ``preflight`` runs the pre-flight plugin's checks -- what Megatron only
     rejects later, when it builds the model; off by default, as Megatron's ``validate_args``
     does not make them (``MEGAPLUG_PREFLIGHT=1`` turns them on).
-    Raises :class:`ConfigError` with every problem found. Returns ``args``.
+    Raises :class:`ConfigError` with every problem found -- a :class:`UsageError` when the
+    command line it was parsed from had one. Returns ``args``.
     """
     env = os.environ if environ is None else environ
     state = state_of(args)
@@ -120,6 +150,7 @@ def validate_args(
               for key, value in vars(args).items()}
     provenance = _provenance_for(values, state, kernel)
     sink = state.problems if state.problems is not None else ProblemSink()
+    command_line_problems = bool(sink.problems)
     state.problems = None
     target = _target_with_preflight_switch(target, env, preflight)
     if defaults:  # Megatron's enum members (a caller's defaults) as megaplug's stand-ins
@@ -131,7 +162,7 @@ def validate_args(
         resolved = kernel.finish(draft, sink)
     except _errors.ConfigError as exc:
         _print_warnings(args, exc.warnings)  # a skipped checkpoint matters most on failure
-        raise ConfigError(exc.problems, partial=draft, warnings=exc.warnings) from None
+        _raise(exc.problems, draft, command_line_problems, exc.warnings)
     _write_back(args, resolved, state, torch_types)
     return args
 
