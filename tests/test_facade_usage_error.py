@@ -67,3 +67,16 @@ def test_an_uncaught_usage_error_exits_2_and_says_why():
     assert done.returncode == 2
     assert "--lr-typo" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_ignore_unknown_args_ignores_another_programs_plugin_selection():
+    """Megatron's tests parse pytest's sys.argv with ignore_unknown_args=True: pytest's
+    ``-p no:cacheprovider`` names no megaplug plugin and is ignored there, as argparse's
+    parse_known_args ignores what it does not know."""
+    foreign = [*BASE, "-p", "no:cacheprovider", "--junitxml=report.xml"]
+    args = parse_args(ignore_unknown_args=True, argv=foreign, environ=ENV)
+    validate_args(args, target=TARGET, environ=ENV)
+    assert args.num_layers == 2 and args.data_parallel_size == 1
+    with pytest.raises(UsageError) as info:
+        parse_args(argv=foreign, environ=ENV)
+    assert any("cannot block plugin 'cacheprovider'" in p.message for p in info.value.problems)

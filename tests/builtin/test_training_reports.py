@@ -288,7 +288,8 @@ def test_the_evaluation_check_counts_gtp_remat_ranks():
                      "4", "--global-batch-size", "3", world=4)
     assert reported(found, "--global-batch-size") == [
         ("--global-batch-size 3 must be divisible by --micro-batch-size 1 x batch-parallel size 2 "
-         "= 2 (evaluation batch sizes default to the training ones)",
+         "(data_parallel_size 1 x gtp_weight_remat_size 2) = 2 (evaluation batch sizes default "
+         "to the training ones)",
          ("--global-batch-size", "--micro-batch-size", "data_parallel_size"),
          "use a batch size that is a multiple of 2 (such as 2 or 4)")]
 

@@ -109,6 +109,8 @@ def _parse(extra_args_provider: Callable[[Any], Any] | None, ignore_unknown_args
     draft, sink = kernel.parse(rest, config_files=files, environ=env,
                                ignore_unknown=ignore_unknown_args)
     sink.problems.extend(provider_problems)
+    if ignore_unknown_args:
+        _ignore_foreign_selections(kernel, sink)
     parsed, parsed_provenance = draft.to_dict(), draft.provenance()
     if provider is not None:
         provider.merge(parsed, parsed_provenance, kernel.table.owner)
@@ -119,6 +121,21 @@ def _parse(extra_args_provider: Callable[[Any], Any] | None, ignore_unknown_args
     remember(args, NamespaceState(kernel, parsed_provenance, dict(vars(args)), sink,
                                   frozenset(extra)))
     return args
+
+
+def _ignore_foreign_selections(kernel: Kernel, sink: ProblemSink) -> None:
+    """Keep a plugin selection that names no megaplug plugin as a warning, not a problem.
+
+    Megatron's ``parse_args(ignore_unknown_args=True)`` ignores what it does not know in
+    ``sys.argv``; there a ``-p no:NAME`` may well be another program's option (pytest's
+    ``-p no:cacheprovider``, when Megatron's tests parse pytest's command line).
+    """
+    selection = {message for message, _ in kernel.plugins.selection_problems}
+    foreign = [problem for problem in sink.problems if problem.plugin is None
+               and problem.message in selection]
+    sink.problems[:] = [problem for problem in sink.problems if problem not in foreign]
+    sink.warnings.extend(Problem(f"ignored (ignore_unknown_args): {problem.message}",
+                                 hint=problem.hint) for problem in foreign)
 
 
 def validate_args(
