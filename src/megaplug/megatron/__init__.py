@@ -10,8 +10,8 @@ or, leaving Megatron-LM's files untouched, runs through the switch
 functions in place of Megatron's. The namespace has Megatron's keys, values and value
 types and pickles into checkpoints like Megatron's; every problem is reported at once
 through :class:`ConfigError` (an ``AssertionError``, like Megatron's checks) instead of the
-first failing ``assert`` -- a :class:`UsageError`, also argparse's ``SystemExit(2)``, when
-the command line itself has a problem. :func:`provenance` says where each value came from.
+first failing ``assert`` -- a :class:`UsageError`, also a ``SystemExit`` as argparse's
+error is, when the command line itself has a problem. :func:`provenance` says where each value came from.
 """
 
 from . import _arguments

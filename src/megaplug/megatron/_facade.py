@@ -49,28 +49,27 @@ class UsageError(ConfigError, SystemExit):
     """Every problem, when some are with the command line itself (an unknown flag, a value
     that does not parse, a choice that does not exist).
 
-    There Megatron's ``parse_args`` stops as argparse does, printing the error and raising
-    ``SystemExit(2)``, and code around Megatron (its tests, launchers) expects that exit.
-    So this is also a ``SystemExit`` with code 2 -- printed on stderr when raised, as an
-    uncaught ``SystemExit`` prints nothing -- and still a :class:`ConfigError` (an
-    ``AssertionError``) carrying every problem, validation's included.
+    There Megatron's ``parse_args`` stops as argparse does, raising ``SystemExit``, and code
+    around Megatron (its tests, launchers) expects that exit. So this is also a
+    ``SystemExit`` -- whose ``code`` is the report, so that uncaught it is printed on stderr
+    and the process exits with status 1, as ``sys.exit(message)`` does (the switch,
+    ``python -m megaplug.megatron``, exits 2 as argparse does) -- and still a
+    :class:`ConfigError` (an ``AssertionError``) carrying every problem, validation's
+    included.
     """
 
     def __init__(self, problems: Any, partial: Draft | None = None,
                  warnings: Any = ()) -> None:
         super().__init__(problems, partial, warnings)
-        self.code = 2
+        self.code = str(self)
 
 
 def _raise(problems: Any, partial: Draft | None, command_line: bool,
            warnings: Any = ()) -> None:
-    """Raise every problem: as a :class:`UsageError` (printed) when the command line itself
-    had one, else as a :class:`ConfigError`."""
-    if not command_line:
-        raise ConfigError(problems, partial=partial, warnings=warnings) from None
-    error = UsageError(problems, partial=partial, warnings=warnings)
-    print(f"error: {error}", file=sys.stderr)
-    raise error from None
+    """Raise every problem: as a :class:`UsageError` when the command line itself had one,
+    else as a :class:`ConfigError`."""
+    error_type = UsageError if command_line else ConfigError
+    raise error_type(problems, partial=partial, warnings=warnings) from None
 
 
 def parse_args(
@@ -84,7 +83,7 @@ def parse_args(
 
     ``rank`` and ``world_size`` come from ``RANK`` / ``WORLD_SIZE``. The namespace is not
     yet validated; pass it to :func:`validate_args`. Parse problems raise
-    :class:`UsageError` (a ``ConfigError``, and ``SystemExit(2)`` as argparse's error is).
+    :class:`UsageError` (a ``ConfigError``, and a ``SystemExit`` as argparse's error is).
     """
     args = _parse(extra_args_provider, ignore_unknown_args, argv, environ)
     state = state_of(args)

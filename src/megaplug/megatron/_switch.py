@@ -97,4 +97,10 @@ def run(argv: Sequence[str]) -> None:
     sys.path.insert(0, str(script.resolve().parent))
     sys.argv = [str(script), *argv[1:]]
     install()
-    runpy.run_path(str(script), run_name="__main__")
+    from ._facade import UsageError
+
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    except UsageError as error:  # as argparse ends a Megatron script: the report, status 2
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
