@@ -1,6 +1,7 @@
 """A command-line problem leaves the facade as argparse's error leaves Megatron's
-``parse_args``: as a ``SystemExit`` -- and still one ConfigError with every problem. Megatron's own tests expect the exit (``pytest.raises(SystemExit)`` around
-``parse_args`` with an unknown choice)."""
+``parse_args``: as a ``SystemExit`` -- and still one ConfigError with every problem.
+Megatron's own tests expect the exit (``pytest.raises(SystemExit)`` around ``parse_args``
+with an unknown choice)."""
 
 from __future__ import annotations
 

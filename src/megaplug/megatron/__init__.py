@@ -11,7 +11,8 @@ functions in place of Megatron's. The namespace has Megatron's keys, values and 
 types and pickles into checkpoints like Megatron's; every problem is reported at once
 through :class:`ConfigError` (an ``AssertionError``, like Megatron's checks) instead of the
 first failing ``assert`` -- a :class:`UsageError`, also a ``SystemExit`` as argparse's
-error is, when the command line itself has a problem. :func:`provenance` says where each value came from.
+error is, when the command line itself has a problem. :func:`provenance` says where each
+value came from.
 """
 
 from . import _arguments
