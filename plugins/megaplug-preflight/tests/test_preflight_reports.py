@@ -337,3 +337,33 @@ EXPECTED = {'no layers': [('--num-layers 0 must be at least 1',
  'mhc recompute': [('--recompute-modules mhc needs --enable-mhc-connections',
                     ('--recompute-modules', '--enable-mhc-connections'),
                     'add --enable-mhc-connections')]}
+
+
+#: Batch-invariant inference-optimized MoE over expert parallelism 2, otherwise valid.
+BATCH_INVARIANT_MOE = [
+    "--num-experts", "8", "--moe-ffn-hidden-size", "256", "--moe-token-dispatcher-type",
+    "alltoall", "--expert-model-parallel-size", "2", "--disable-bias-linear",
+    "--transformer-impl", "inference_optimized", "--normalization", "RMSNorm",
+    "--moe-router-dtype", "fp32", "--batch-invariant-mode", "--attention-backend", "flash",
+    "--flash-attention-version", "3", "--attention-dropout", "0"]
+OPTIMIZED_MOE = "--batch-invariant-mode with --transformer-impl inference_optimized MoE"
+
+
+@pytest.mark.parametrize("argv, expected", [
+    ([], []),
+    (["--inference-grouped-gemm-backend", "vllm"], []),
+    (["--inference-grouped-gemm-backend", "flashinfer"],
+     [("preflight", f"{OPTIMIZED_MOE} needs --inference-grouped-gemm-backend torch or vllm, "
+       "got flashinfer", ("--batch-invariant-mode", "--inference-grouped-gemm-backend"),
+       "use --inference-grouped-gemm-backend torch or vllm")]),
+    (["--inference-moe-token-dispatcher-type", "nvls"], []),
+    (["--inference-moe-token-dispatcher-type", "nccl"],
+     [("preflight", f"{OPTIMIZED_MOE} and expert parallelism needs "
+       "--inference-moe-token-dispatcher-type nvls, got nccl",
+       ("--batch-invariant-mode", "--inference-moe-token-dispatcher-type"),
+       "use --inference-moe-token-dispatcher-type nvls")]),
+    # expert parallelism 1: any dispatcher
+    (["--expert-model-parallel-size", "1", "--inference-moe-token-dispatcher-type", "nccl"], []),
+])
+def test_batch_invariant_inference_optimized_moe_whole(argv, expected):
+    assert whole([*BATCH_INVARIANT_MOE, *argv]) == expected
