@@ -422,3 +422,37 @@ def test_batch_invariant_moe_training_whole(argv, deep_gemm, expected):
 
 def test_batch_invariant_mode_without_experts_asks_nothing_of_moe():
     assert preflight_problems([*BATCH_INVARIANT, "--moe-permute-fusion"]) == []
+
+
+FULL_RECOMPUTE = ["--recompute-granularity", "full", "--recompute-method", "uniform",
+                  "--recompute-num-layers", "1"]
+SELECTIVE_MOE = [*MOE_EP2, "--recompute-granularity", "selective"]
+
+
+def graphs(impl: str, *more: str) -> list[str]:
+    return ["--cuda-graph-impl", impl, *more]
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (graphs("none", *FULL_RECOMPUTE), []),
+    (graphs("full_iteration", *FULL_RECOMPUTE), []),
+    *[(graphs(impl, *FULL_RECOMPUTE),
+       [("preflight", "full recomputation under CUDA graphs needs --cuda-graph-impl "
+         f"full_iteration, got {impl}", ("--cuda-graph-impl", "--recompute-granularity"),
+         "use selective recomputation, or --cuda-graph-impl full_iteration")])
+      for impl in ("local", "transformer_engine")],
+    (graphs("transformer_engine", *SELECTIVE_MOE, "--recompute-modules", "moe",
+            "--cuda-graph-modules", "moe_router"),
+     [("preflight", "recomputing moe does not work with a moe_router CUDA graph under "
+       "--cuda-graph-impl transformer_engine", ("--cuda-graph-modules", "--recompute-modules"),
+       "drop one of the two")]),
+    # near misses: another implementation, another recomputed module, another graphed module
+    (graphs("local", *SELECTIVE_MOE, "--recompute-modules", "moe",
+            "--cuda-graph-modules", "moe_router"), []),
+    (graphs("transformer_engine", *SELECTIVE_MOE, "--recompute-modules", "core_attn",
+            "--cuda-graph-modules", "moe_router"), []),
+    (graphs("transformer_engine", *SELECTIVE_MOE, "--recompute-modules", "moe",
+            "--cuda-graph-modules", "attn"), []),
+])
+def test_graphs_and_recompute_whole(argv, expected):
+    assert whole(argv) == expected
