@@ -6,6 +6,7 @@
     .venv/bin/python scripts/mutation.py parallel --modules sizes.py pipeline.py
     .venv/bin/python scripts/mutation.py --list
     .venv/bin/python scripts/mutation.py moe --again          # the survivors, after new tests
+    .venv/bin/python scripts/mutation.py preflight --resume   # go on with a run stopped early
 
 Not part of CI: a run takes minutes to an hour on a 2-core machine. The score per plugin
 is recorded in docs/reliability.md ("Mutation testing").
@@ -207,7 +208,7 @@ def _stop(process: subprocess.Popen) -> int:
 
 
 def judge_again(target: Target, work: Path, python: str, extra_tests: list[str],
-                time_limit: float) -> tuple[int, bool]:
+                time_limit: float, jobs: int = 1) -> tuple[int, bool]:
     """Judge the mutants the last run left alive again, against the tests as they are now.
 
     For a mutant that new tests should kill: the tests are copied again (mutmut collects
@@ -226,7 +227,7 @@ def judge_again(target: Target, work: Path, python: str, extra_tests: list[str],
     if not alive:
         return 0, False
     judged = _exit_codes(work)
-    outcome = run_mutmut(python, work, 1, time_limit, alive)
+    outcome = run_mutmut(python, work, jobs, time_limit, alive)
     # mutmut forgets what it did not run this time: the mutants killed before stay killed
     for meta, before in judged.items():
         if meta.exists():
@@ -377,6 +378,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--again", action="store_true",
                         help="judge the mutants the last run left alive again, against the "
                              "tests as they are now (after adding tests to kill them)")
+    parser.add_argument("--resume", action="store_true",
+                        help="go on with the last run in the staging directory, judging only "
+                             "the mutants it did not reach (a run stopped at its time limit)")
     args = parser.parse_args(argv)
     if args.list:
         for name, target in known.items():
@@ -392,7 +396,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.again:
         if not (work / "pyproject.toml").exists():
             parser.error(f"no earlier run in {work} to judge again")
-        code, timed_out = judge_again(target, work, args.python, args.tests, args.time_limit)
+        code, timed_out = judge_again(target, work, args.python, args.tests, args.time_limit,
+                                      args.jobs)
+    elif args.resume:
+        if not (work / "pyproject.toml").exists():
+            parser.error(f"no earlier run in {work} to go on with")
+        # mutmut keeps each judged mutant's result and runs only those it has none for; tests
+        # added since are copied in, and mutmut collects which functions they call
+        copy_tests(target, work, args.tests, roots=("", "mutants"))
+        code, timed_out = run_mutmut(args.python, work, args.jobs, args.time_limit)
     elif not args.report_only:
         stage(target, work, args.modules, args.tests, f"--jobs {args.jobs}")
         code, timed_out = run_mutmut(args.python, work, args.jobs, args.time_limit)

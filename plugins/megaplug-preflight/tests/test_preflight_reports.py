@@ -337,3 +337,122 @@ EXPECTED = {'no layers': [('--num-layers 0 must be at least 1',
  'mhc recompute': [('--recompute-modules mhc needs --enable-mhc-connections',
                     ('--recompute-modules', '--enable-mhc-connections'),
                     'add --enable-mhc-connections')]}
+
+
+#: Batch-invariant mode with the attention it needs (flash attention 3, no dropout).
+BATCH_INVARIANT = ["--batch-invariant-mode", "--attention-backend", "flash",
+                   "--flash-attention-version", "3", "--attention-dropout", "0"]
+#: MoE over expert parallelism 2, all-to-all dispatch.
+MOE_EP2 = ["--num-experts", "8", "--moe-ffn-hidden-size", "256", "--moe-token-dispatcher-type",
+           "alltoall", "--expert-model-parallel-size", "2", "--disable-bias-linear"]
+#: Batch-invariant inference-optimized MoE over expert parallelism 2, otherwise valid.
+BATCH_INVARIANT_MOE = [*MOE_EP2, "--transformer-impl", "inference_optimized",
+                       "--normalization", "RMSNorm", "--moe-router-dtype", "fp32",
+                       *BATCH_INVARIANT]
+OPTIMIZED_MOE = "--batch-invariant-mode with --transformer-impl inference_optimized MoE"
+
+
+@pytest.mark.parametrize("argv, expected", [
+    ([], []),
+    (["--inference-grouped-gemm-backend", "vllm"], []),
+    (["--inference-grouped-gemm-backend", "flashinfer"],
+     [("preflight", f"{OPTIMIZED_MOE} needs --inference-grouped-gemm-backend torch or vllm, "
+       "got flashinfer", ("--batch-invariant-mode", "--inference-grouped-gemm-backend"),
+       "use --inference-grouped-gemm-backend torch or vllm")]),
+    (["--inference-moe-token-dispatcher-type", "nvls"], []),
+    (["--inference-moe-token-dispatcher-type", "nccl"],
+     [("preflight", f"{OPTIMIZED_MOE} and expert parallelism needs "
+       "--inference-moe-token-dispatcher-type nvls, got nccl",
+       ("--batch-invariant-mode", "--inference-moe-token-dispatcher-type"),
+       "use --inference-moe-token-dispatcher-type nvls")]),
+    # expert parallelism 1: any dispatcher
+    (["--expert-model-parallel-size", "1", "--inference-moe-token-dispatcher-type", "nccl"], []),
+])
+def test_batch_invariant_inference_optimized_moe_whole(argv, expected):
+    assert whole([*BATCH_INVARIANT_MOE, *argv]) == expected
+
+
+#: Batch-invariant MoE training (all-to-all dispatch, bf16, unfused, dropless), valid.
+BATCH_INVARIANT_TRAINING = [*MOE_EP2, *BATCH_INVARIANT]
+DEEPGEMM_MISSING = ("batch-invariant MoE with this backend needs DeepGEMM's bf16 grouped GEMMs "
+                    "(deep_gemm), not installed", ("--batch-invariant-mode",
+                                                   "--batch-invariant-backend"),
+                    "install deep_gemm, or use --batch-invariant-backend te_native")
+UNFUSED = "batch-invariant MoE needs the unfused permutation, but "
+DROPLESS = "batch-invariant MoE supports dropless routing only, but "
+
+
+@pytest.mark.parametrize("argv, deep_gemm, expected", [
+    ([], False, []),
+    (["--moe-token-dispatcher-type", "allgather"], False,
+     [("batch-invariant MoE training needs --moe-token-dispatcher-type alltoall, got allgather",
+       ("--batch-invariant-mode", "--moe-token-dispatcher-type"),
+       "use --moe-token-dispatcher-type alltoall")]),
+    (["--batch-invariant-backend", "te_native"], False, []),
+    (["--batch-invariant-backend", "deepgemm"], False, [DEEPGEMM_MISSING]),
+    (["--batch-invariant-backend", "triton"], False, [DEEPGEMM_MISSING]),
+    (["--batch-invariant-backend", "deepgemm"], True, []),
+    (["--batch-invariant-backend", "triton"], True, []),
+    (["--fp8-format", "hybrid"], False,
+     [("batch-invariant MoE is bf16-only; FP8 / FP4 are on",
+       ("--batch-invariant-mode", "--fp8-format", "--fp4-format"),
+       "drop --fp8-format / --fp4-format")]),
+    (["--moe-permute-fusion"], False,
+     [(f"{UNFUSED}--moe-permute-fusion fuse it",
+       ("--batch-invariant-mode", "--moe-permute-fusion"), "drop the permute-fusion flags")]),
+    (["--moe-permute-fusion", "--moe-permute-fusion-into-hybridep"], False,
+     [(f"{UNFUSED}--moe-permute-fusion and --moe-permute-fusion-into-hybridep fuse it",
+       ("--batch-invariant-mode", "--moe-permute-fusion", "--moe-permute-fusion-into-hybridep"),
+       "drop the permute-fusion flags")]),
+    (["--moe-pad-expert-input-to-capacity", "--moe-expert-capacity-factor", "1.0"], False,
+     [(f"{DROPLESS}--moe-pad-expert-input-to-capacity pad experts",
+       ("--batch-invariant-mode", "--moe-pad-expert-input-to-capacity"),
+       "drop the padding flags")]),
+    (["--moe-pad-experts-for-cuda-graph-inference"], False,
+     [(f"{DROPLESS}--moe-pad-experts-for-cuda-graph-inference pad experts",
+       ("--batch-invariant-mode", "--moe-pad-experts-for-cuda-graph-inference"),
+       "drop the padding flags")]),
+])
+def test_batch_invariant_moe_training_whole(argv, deep_gemm, expected):
+    packages = {"transformer_engine": "2.17.1", **({"deep_gemm": "2.0"} if deep_gemm else {})}
+    found = preflight_problems([*BATCH_INVARIANT_TRAINING, *argv], packages=packages)
+    assert [(p.message.removesuffix(AT_MODEL_BUILD), tuple(p.flags), p.hint)
+            for p in found] == expected
+
+
+def test_batch_invariant_mode_without_experts_asks_nothing_of_moe():
+    assert preflight_problems([*BATCH_INVARIANT, "--moe-permute-fusion"]) == []
+
+
+FULL_RECOMPUTE = ["--recompute-granularity", "full", "--recompute-method", "uniform",
+                  "--recompute-num-layers", "1"]
+SELECTIVE_MOE = [*MOE_EP2, "--recompute-granularity", "selective"]
+
+
+def graphs(impl: str, *more: str) -> list[str]:
+    return ["--cuda-graph-impl", impl, *more]
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (graphs("none", *FULL_RECOMPUTE), []),
+    (graphs("full_iteration", *FULL_RECOMPUTE), []),
+    *[(graphs(impl, *FULL_RECOMPUTE),
+       [("preflight", "full recomputation under CUDA graphs needs --cuda-graph-impl "
+         f"full_iteration, got {impl}", ("--cuda-graph-impl", "--recompute-granularity"),
+         "use selective recomputation, or --cuda-graph-impl full_iteration")])
+      for impl in ("local", "transformer_engine")],
+    (graphs("transformer_engine", *SELECTIVE_MOE, "--recompute-modules", "moe",
+            "--cuda-graph-modules", "moe_router"),
+     [("preflight", "recomputing moe does not work with a moe_router CUDA graph under "
+       "--cuda-graph-impl transformer_engine", ("--cuda-graph-modules", "--recompute-modules"),
+       "drop one of the two")]),
+    # near misses: another implementation, another recomputed module, another graphed module
+    (graphs("local", *SELECTIVE_MOE, "--recompute-modules", "moe",
+            "--cuda-graph-modules", "moe_router"), []),
+    (graphs("transformer_engine", *SELECTIVE_MOE, "--recompute-modules", "core_attn",
+            "--cuda-graph-modules", "moe_router"), []),
+    (graphs("transformer_engine", *SELECTIVE_MOE, "--recompute-modules", "moe",
+            "--cuda-graph-modules", "attn"), []),
+])
+def test_graphs_and_recompute_whole(argv, expected):
+    assert whole(argv) == expected

@@ -1,0 +1,35 @@
+"""Pre-flight's whole verdict on every launch of the Megatron tier (preflight_corpus.py).
+
+The Megatron tier judges these launches against Megatron itself but runs only where
+megatron-core is installed; here each launch's problems and warnings are compared whole
+with the record, so a rule that fires where it did not, stays silent where it fired, or
+words a problem differently fails the main suite too. After changing a rule on purpose,
+write the record again (see preflight_corpus.py) and review its diff.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from preflight_corpus import RECORD, launches, verdict
+
+LAUNCHES = launches()
+RECORDED = json.loads(RECORD.read_text())
+
+
+def test_every_launch_is_recorded() -> None:
+    assert sorted(LAUNCHES) == sorted(RECORDED)
+
+
+def test_the_record_holds_rejections_controls_and_warnings() -> None:
+    rejected = [label for label, seen in RECORDED.items() if seen["problems"]]
+    accepted = [label for label, seen in RECORDED.items()
+                if not seen["problems"] and not seen["others_object"]]
+    assert len(rejected) > 300 and len(accepted) > 150
+    assert any(seen["warnings"] for seen in RECORDED.values())
+
+
+@pytest.mark.parametrize("label", sorted(LAUNCHES))
+def test_verdict_as_recorded(label: str) -> None:
+    assert verdict(LAUNCHES[label]) == RECORDED[label]
