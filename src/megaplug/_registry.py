@@ -130,7 +130,7 @@ class FlagTable:
         """The plugin's options class (``KeyError`` if it declared none)."""
         found = self.options_classes[plugin]
         if isinstance(found, str):
-            from ._snapshot import resolve_reference
+            from ._values import resolve_reference
 
             found = self.options_classes[plugin] = resolve_reference(found)
         return found

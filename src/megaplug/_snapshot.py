@@ -18,7 +18,6 @@ not stored: that process, and each after it, declares as before.
 from __future__ import annotations
 
 import enum
-import importlib
 import math
 import sys
 import types
@@ -26,6 +25,7 @@ from typing import Any, Callable
 
 from ._options import FlagSpec, enum_by_name
 from ._registry import FlagTable
+from ._values import resolve_reference
 
 #: Bump when the stored form changes.
 VERSION = 1
@@ -136,15 +136,6 @@ def decode(data: dict[str, Any], packages: set[str]
     except Exception as exc:  # noqa: BLE001  (PluginError from add(): two owners)
         raise ValueError(f"unreadable flag table: {exc}") from None
     return table, inactive
-
-
-def resolve_reference(reference: str) -> Any:
-    """The object ``module:qualname`` names."""
-    module_name, _, qualname = reference.partition(":")
-    target: Any = importlib.import_module(module_name)
-    for part in qualname.split("."):
-        target = getattr(target, part)
-    return target
 
 
 # -- specs ---------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ setting reads back as the same number.
 from __future__ import annotations
 
 import enum
+import importlib
 import math
 from typing import Any
 
@@ -153,3 +154,13 @@ def _finite(data: Any) -> Any:
     if isinstance(data, (list, tuple)):
         return [_finite(item) for item in data]
     return data
+
+
+def resolve_reference(reference: str) -> Any:
+    """The object ``module:qualname`` names (how a stored flag table and a named rule group
+    refer to code: by where it lives, never as code to run)."""
+    module_name, _, qualname = reference.partition(":")
+    target: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    return target
