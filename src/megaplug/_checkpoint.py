@@ -74,22 +74,7 @@ def checkpoint_file(load_dir: str | os.PathLike[str]) -> Path:
         data = read_regular_file(tracker, "checkpoint tracker", MAX_TRACKER_BYTES)
     except UntrustedInputError as exc:
         raise CheckpointArgsError(f"no checkpoint found: {exc}") from None
-    try:
-        marker = data.decode("ascii").strip()
-    except UnicodeDecodeError:
-        raise CheckpointArgsError(f"{tracker} holds bytes that are not ASCII text, not an "
-                                  "iteration number or 'release'") from None
-    if marker == "release":
-        iteration_dir = directory / "release"
-    elif marker.isdigit() and len(marker) <= MAX_ITERATION_DIGITS:
-        iteration_dir = directory / f"iter_{int(marker):07d}"
-    elif marker.isdigit():
-        raise CheckpointArgsError(f"{tracker} holds a {len(marker)}-digit number; an "
-                                  f"iteration number has at most {MAX_ITERATION_DIGITS}")
-    else:
-        shown = marker if len(marker) <= 40 else marker[:40] + "..."
-        raise CheckpointArgsError(f"{tracker} holds {shown!r}, not an iteration number "
-                                  "or 'release'")
+    iteration_dir = directory / _iteration_dir_name(tracker, data)
     for candidate in (iteration_dir / "mp_rank_00" / "model_optim_rng.pt",
                       iteration_dir / "mp_rank_00_000" / "model_optim_rng.pt",
                       iteration_dir / "common.pt"):
@@ -97,6 +82,25 @@ def checkpoint_file(load_dir: str | os.PathLike[str]) -> Path:
             return candidate
     raise CheckpointArgsError(f"no saved arguments in {iteration_dir} (looked for "
                               "mp_rank_00/model_optim_rng.pt and common.pt)")
+
+
+def _iteration_dir_name(tracker: Path, data: bytes) -> str:
+    """The directory the tracker's text names: ``release``, or ``iter_`` and the iteration."""
+    try:
+        marker = data.decode("ascii").strip()
+    except UnicodeDecodeError:
+        raise CheckpointArgsError(f"{tracker} holds bytes that are not ASCII text, not an "
+                                  "iteration number or 'release'") from None
+    if marker == "release":
+        return "release"
+    if marker.isdigit() and len(marker) <= MAX_ITERATION_DIGITS:
+        return f"iter_{int(marker):07d}"
+    if marker.isdigit():
+        raise CheckpointArgsError(f"{tracker} holds a {len(marker)}-digit number; an "
+                                  f"iteration number has at most {MAX_ITERATION_DIGITS}")
+    shown = marker if len(marker) <= 40 else marker[:40] + "..."
+    raise CheckpointArgsError(f"{tracker} holds {shown!r}, not an iteration number "
+                              "or 'release'")
 
 
 def load_saved_state(path: Path, allowed: Iterable[type]) -> dict[str, Any]:
@@ -110,16 +114,12 @@ def load_saved_state(path: Path, allowed: Iterable[type]) -> dict[str, Any]:
     objects outside the allow-list.
     """
     import argparse
-    import signal
 
     import torch
 
     from ._files import UntrustedInputError, open_regular_file
 
-    allowed = list(allowed)
-    safe: list[Any] = [argparse.Namespace, signal.Signals, *allowed]
-    safe += [(cls, cls.__megatron_type__.replace(":", ".")) for cls in allowed
-             if isinstance(getattr(cls, "__megatron_type__", None), str)]
+    safe = _safe_globals(list(allowed))
     try:
         handle = open_regular_file(path, "checkpoint file")
     except UntrustedInputError as exc:
@@ -140,6 +140,18 @@ def load_saved_state(path: Path, allowed: Iterable[type]) -> dict[str, Any]:
     if not isinstance(state, dict) or not isinstance(state.get("args"), argparse.Namespace):
         raise CheckpointArgsError(f"{path} does not hold saved arguments ('args')")
     return state
+
+
+def _safe_globals(allowed: list[type]) -> list[Any]:
+    """torch's allow-list for saved arguments: ``allowed``, ``Namespace``, ``Signals``, and
+    each stand-in enum under the name of the Megatron class it stands in for."""
+    import argparse
+    import signal
+
+    safe: list[Any] = [argparse.Namespace, signal.Signals, *allowed]
+    safe += [(cls, cls.__megatron_type__.replace(":", ".")) for cls in allowed
+             if isinstance(getattr(cls, "__megatron_type__", None), str)]
+    return safe
 
 
 def _check_format(path: Path, handle: Any) -> None:

@@ -10,11 +10,15 @@ flags these are.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from .. import _checkpoint
 from .._config import Provenance
 from .._errors import Problem, ProblemSink
 from .._kernel import Kernel
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 _PLUGIN = "checkpointing"
 
@@ -47,11 +51,12 @@ def load_checkpoint_args(args: argparse.Namespace, kernel: Kernel,
             _apply_one(args, kernel, provenance, load_dir, load_arg, allowed, sink)
 
 
-def _apply_one(args: argparse.Namespace, kernel: Kernel, provenance: dict[str, Provenance],
-               load_dir: str, load_arg: str, allowed: list[type], sink: ProblemSink) -> None:
-    flag = "--" + load_arg.replace("_", "-")
+def _checkpoint_path(args: argparse.Namespace, load_dir: str, flag: str,
+                     sink: ProblemSink) -> Path | None:
+    """The checkpoint file under ``load_dir``; none found is a warning (the arguments are
+    kept as given), or a problem under ``--exit-on-missing-checkpoint``."""
     try:
-        path = _checkpoint.checkpoint_file(load_dir)
+        return _checkpoint.checkpoint_file(load_dir)
     except _checkpoint.CheckpointArgsError as exc:
         if getattr(args, "exit_on_missing_checkpoint", False):
             sink.add(Problem(str(exc), ("--use-checkpoint-args", flag,
@@ -61,6 +66,14 @@ def _apply_one(args: argparse.Namespace, kernel: Kernel, provenance: dict[str, P
         else:
             sink.warnings.append(Problem(f"{exc}; keeping the arguments as given", (flag,),
                                          plugin=_PLUGIN))
+        return None
+
+
+def _apply_one(args: argparse.Namespace, kernel: Kernel, provenance: dict[str, Provenance],
+               load_dir: str, load_arg: str, allowed: list[type], sink: ProblemSink) -> None:
+    flag = "--" + load_arg.replace("_", "-")
+    path = _checkpoint_path(args, load_dir, flag, sink)
+    if path is None:
         return
     try:
         state = _checkpoint.load_saved_state(path, allowed)

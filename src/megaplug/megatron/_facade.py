@@ -158,21 +158,17 @@ def validate_args(
     command line it was parsed from had one. Returns ``args``.
     """
     env = os.environ if environ is None else environ
-    state = state_of(args)
-    if state is None:
-        state = NamespaceState(load((), environ=env)[0], {}, {})
+    state = state_of(args) or NamespaceState(load((), environ=env)[0], {}, {})
     kernel = state.kernel
-    values = {key: from_native(value, lambda: _declared_enum_types(kernel))
-              for key, value in vars(args).items()}
+    values = _as_megaplug_values(vars(args), kernel)
     provenance = _provenance_for(values, state, kernel)
     sink = state.problems if state.problems is not None else ProblemSink()
     command_line_problems = bool(sink.problems)
     state.problems = None
     target = _target_with_preflight_switch(target, env, preflight)
-    if defaults:  # Megatron's enum members (a caller's defaults) as megaplug's stand-ins
-        defaults = {key: from_native(value, lambda: _declared_enum_types(kernel))
-                    for key, value in defaults.items()}
-        kernel.apply_caller_defaults(defaults, values, provenance, sink)
+    if defaults:
+        kernel.apply_caller_defaults(_as_megaplug_values(defaults, kernel), values, provenance,
+                                     sink)
     draft = Draft(values, provenance, kernel.table, sink, target)
     try:
         resolved = kernel.finish(draft, sink)
@@ -181,6 +177,12 @@ def validate_args(
         _raise(exc.problems, draft, command_line_problems, exc.warnings)
     _write_back(args, resolved, state, torch_types)
     return args
+
+
+def _as_megaplug_values(values: Mapping[str, Any], kernel: Kernel) -> dict[str, Any]:
+    """Megatron's value types (its enum members, torch dtypes) as megaplug's stand-ins."""
+    return {key: from_native(value, lambda: _declared_enum_types(kernel))
+            for key, value in values.items()}
 
 
 def _write_back(args: argparse.Namespace, resolved: Any, state: NamespaceState,
