@@ -120,23 +120,7 @@ def render_plugin(kernel: Any, name: str,
         "| setting | flags | type | default | choices | notes |",
         "|---|---|---|---|---|---|",
     ]
-    for spec in specs:
-        flags = ", ".join(f"`{o}`" for o in spec.option_strings) or (
-            f"env `{spec.env}`" if spec.env else "computed")
-        type_name = spec.type_name or ("bool" if spec.action in (
-            "store_true", "store_false", "boolean_optional") else "-")
-        if spec.nargs is not None:
-            type_name += f" (nargs {spec.nargs})"
-        choices = ", ".join(str(encode(c)) for c in spec.choices) if spec.choices else "-"
-        notes = []
-        if spec.help:
-            notes.append(spec.help)
-        if spec.deprecated:
-            notes.append(f"deprecated: {spec.deprecated}")
-        if spec.hidden:
-            notes.append("hidden from --help")
-        lines.append(f"| `{spec.dest}` | {flags} | {type_name} | {_cell(spec.default)} | "
-                     f"{choices.replace('|', '/')} | {' '.join(notes).replace('|', '/')} |")
+    lines += [_table_row(spec) for spec in specs]
     involved = [(s.dest, checks.get(s.dest, [])) for s in specs]
     involved = [(d, c) for d, c in dict(involved).items() if c]
     if involved:
@@ -145,6 +129,26 @@ def render_plugin(kernel: Any, name: str,
             described = "; ".join(f"`{f}`" + (f" ({s})" if s else "") for f, s in functions[:12])
             lines.append(f"- `{dest}`: {described}")
     return "\n".join(lines) + "\n"
+
+
+def _table_row(spec: Any) -> str:
+    """One setting's row of a plugin page's table."""
+    flags = ", ".join(f"`{o}`" for o in spec.option_strings) or (
+        f"env `{spec.env}`" if spec.env else "computed")
+    type_name = spec.type_name or ("bool" if spec.action in (
+        "store_true", "store_false", "boolean_optional") else "-")
+    if spec.nargs is not None:
+        type_name += f" (nargs {spec.nargs})"
+    choices = ", ".join(str(encode(c)) for c in spec.choices) if spec.choices else "-"
+    notes = []
+    if spec.help:
+        notes.append(spec.help)
+    if spec.deprecated:
+        notes.append(f"deprecated: {spec.deprecated}")
+    if spec.hidden:
+        notes.append("hidden from --help")
+    return (f"| `{spec.dest}` | {flags} | {type_name} | {_cell(spec.default)} | "
+            f"{choices.replace('|', '/')} | {' '.join(notes).replace('|', '/')} |")
 
 
 def write_reference(kernel: Any, out: str | os.PathLike[str]) -> list[Path]:

@@ -57,26 +57,18 @@ def declare_or_read(kernel: Any, declare: Callable[[], None]) -> None:
                               if r.module is not None)}
     key = code_fingerprint([f"flag table {VERSION}", repr(sorted(
         (r.name, str(r.status), r.source, getattr(r.module, "__name__", None))
-        for r in records))])
+        for r in records))])  # plus, through cached(), the files the declaration read
     declared: list[bool] = []
     read: list[tuple[FlagTable, dict[str, list[FlagSpec]]]] = []
 
     def compute() -> dict[str, Any]:
-        problems = len(kernel.setup_problems)
-        declare()
         declared.append(True)
-        if len(kernel.setup_problems) > problems:
-            return {"table": None}  # a broken declaration is redone, and reported, each time
-        try:
-            return {"table": encode(kernel.table, kernel.inactive_specs, packages)}
-        except Unstorable:
-            return {"table": None}
+        return _declare_and_encode(kernel, declare, packages)
 
     def usable(stored: dict[str, Any]) -> bool:
-        if stored["table"] is None:
-            return True
         try:
-            read.append(decode(stored["table"], packages))
+            if stored["table"] is not None:
+                read.append(decode(stored["table"], packages))
         except ValueError:
             return False  # a tampered or foreign file: declare, and store a good one
         return True
@@ -89,13 +81,31 @@ def declare_or_read(kernel: Any, declare: Callable[[], None]) -> None:
         return None
     if not read:
         return declare()
-    kernel.table, kernel.inactive_specs = read[0]
-    kernel.sources = dict(sources)
-    for name, specs in kernel.inactive_specs.items():
-        for option in (option for spec in specs for option in spec.option_strings):
-            if option not in kernel.table.by_option:
-                kernel.inactive_flags.setdefault(option, kernel.plugins.records[name])
+    _install(kernel, *read[0], dict(sources))
     return None
+
+
+def _declare_and_encode(kernel: Any, declare: Callable[[], None],
+                        packages: set[str]) -> dict[str, Any]:
+    """Declare the table, and encode it for storing (``None``: not to be stored)."""
+    problems = len(kernel.setup_problems)
+    declare()
+    if len(kernel.setup_problems) > problems:
+        return {"table": None}  # a broken declaration is redone, and reported, each time
+    try:
+        return {"table": encode(kernel.table, kernel.inactive_specs, packages)}
+    except Unstorable:
+        return {"table": None}
+
+
+def _install(kernel: Any, table: FlagTable, inactive: dict[str, list[FlagSpec]],
+             sources: dict[str, Any]) -> None:
+    """Give ``kernel`` the table read back, as declaring it would have."""
+    kernel.table, kernel.inactive_specs, kernel.sources = table, inactive, sources
+    for name, specs in inactive.items():
+        for option in (option for spec in specs for option in spec.option_strings):
+            if option not in table.by_option:
+                kernel.inactive_flags.setdefault(option, kernel.plugins.records[name])
 
 
 def encode(table: FlagTable, inactive: dict[str, list[FlagSpec]], packages: set[str]
