@@ -142,8 +142,6 @@ def read_entry_points(group: str = GROUP) -> list[EntryPointInfo] | None:
     wherever it could see something else: a zip archive or egg on ``sys.path``, another
     finder of distributions, two distributions of one name in a directory, a metadata
     file this simple reader does not parse as importlib.metadata would."""
-    import re
-
     from importlib.machinery import PathFinder
 
     if any(hasattr(finder, "find_distributions") and finder is not PathFinder
@@ -162,22 +160,34 @@ def read_entry_points(group: str = GROUP) -> list[EntryPointInfo] | None:
                 children = os.listdir(root)
             except (OSError, ValueError):
                 continue
-            here: set[str] = set()
-            for child in children:
-                stem, dot, suffix = child.rpartition(".")
-                if not dot or f".{suffix.lower()}" not in _DISTRIBUTION_SUFFIXES:
-                    continue
-                if f".{suffix}" not in _DISTRIBUTION_SUFFIXES:
-                    return None  # ".DIST-INFO": found, but named otherwise
-                name = re.sub(r"[-_.]+", "-", stem.partition("-")[0]).lower().replace("-", "_")
-                if name in here:
-                    return None  # which one comes first is the directory's listing order
-                here.add(name)
-                if name not in seen:
-                    seen.add(name)
-                    found += _distribution_entry_points(os.path.join(root, child), group)
+            found += _directory_entry_points(root, children, seen, group)
     except _Unusual:
         return None
+    return found
+
+
+def _directory_entry_points(root: str, children: list[str], seen: set[str],
+                            group: str) -> list[EntryPointInfo]:
+    """The entry points of the distributions in one ``sys.path`` directory whose names
+    are not in ``seen`` (then added); :class:`_Unusual` where importlib.metadata could
+    read the directory otherwise."""
+    import re
+
+    found: list[EntryPointInfo] = []
+    here: set[str] = set()
+    for child in children:
+        stem, dot, suffix = child.rpartition(".")
+        if not dot or f".{suffix.lower()}" not in _DISTRIBUTION_SUFFIXES:
+            continue
+        if f".{suffix}" not in _DISTRIBUTION_SUFFIXES:
+            raise _Unusual  # ".DIST-INFO": found, but named otherwise
+        name = re.sub(r"[-_.]+", "-", stem.partition("-")[0]).lower().replace("-", "_")
+        if name in here:
+            raise _Unusual  # which one comes first is the directory's listing order
+        here.add(name)
+        if name not in seen:
+            seen.add(name)
+            found += _distribution_entry_points(os.path.join(root, child), group)
     return found
 
 
@@ -420,6 +430,15 @@ def cached(kind: str, fingerprint: str | None, compute: Callable[[], Any], *,
         if any(state is not None and int(state.split("/")[0]) >= started
                for state in record["imports"].values()):
             return value  # a file changed while it was read: its state may not be the code's
+    if _store(path, record) and per_key:
+        with contextlib.suppress(OSError):
+            _prune(os.path.dirname(path), os.path.basename(path)[:-len(f"-{fingerprint}.json")])
+    return value
+
+
+def _store(path: str, record: dict[str, Any]) -> bool:
+    """Write ``record`` to ``path`` atomically; ``False`` where it cannot be (an unwritable
+    directory, a value JSON cannot carry), leaving no temporary file behind."""
     # unique across the nodes sharing a home directory, whose process ids may collide
     temporary = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
     try:
@@ -427,12 +446,11 @@ def cached(kind: str, fingerprint: str | None, compute: Callable[[], Any], *,
         with open(temporary, "w", encoding="utf-8") as handle:
             json.dump(record, handle, allow_nan=False)
         os.replace(temporary, path)
-        if per_key:
-            _prune(os.path.dirname(path), os.path.basename(path)[:-len(f"-{fingerprint}.json")])
-    except (OSError, TypeError, ValueError):  # unwritable, or a value JSON cannot carry
+        return True
+    except (OSError, TypeError, ValueError):
         with contextlib.suppress(OSError):
             os.remove(temporary)
-    return value
+        return False
 
 
 def _prune(directory: str, prefix: str) -> None:

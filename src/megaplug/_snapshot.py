@@ -43,11 +43,9 @@ class Unstorable(Exception):
 
 def declare_or_read(kernel: Any, declare: Callable[[], None]) -> None:
     """Fill ``kernel``'s table and inactive specs from the snapshot, or ``declare()`` them
-    (running every ``add_args``) and store the snapshot for the next process.
-
-    Only for plugin sets made of modules: a plugin object built in a test or an
-    embedding application has no module the snapshot could be keyed on.
-    """
+    (running every ``add_args``) and store the snapshot for the next process. Only for
+    plugin sets made of modules: a plugin object (a test's, an embedding application's)
+    has no module the snapshot could be keyed on."""
     records = list(kernel.plugins.records.values())
     if not all(r.module is None or isinstance(r.module, types.ModuleType) for r in records):
         return declare()
