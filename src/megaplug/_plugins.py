@@ -542,15 +542,9 @@ def _plain_hooks(plugin: Any) -> dict[str, tuple[Any, tuple[str, ...]]] | None:
     (each hook implementation is inserted into an ordered list), and the kernel calls
     each plugin's hooks itself, so such plugins are registered only if ``manager`` is used.
     """
-    if isinstance(plugin, types.ModuleType):
-        if "__dir__" in vars(plugin):
-            return None
-        names: Iterable[str] = list(vars(plugin))
-    else:
-        try:
-            names = dir(plugin)
-        except Exception:  # noqa: BLE001  (an odd object): let pluggy look
-            return None
+    names = _attribute_names(plugin)
+    if names is None:
+        return None
     found: dict[str, tuple[Any, tuple[str, ...]]] = {}
     for name in names:
         stored = _stored_attribute(plugin, name)
@@ -574,6 +568,17 @@ def _plain_hooks(plugin: Any) -> dict[str, tuple[Any, tuple[str, ...]]] | None:
             return None
         found[name] = (function, arguments)
     return found
+
+
+def _attribute_names(plugin: Any) -> list[str] | None:
+    """The names pluggy would look at on ``plugin``; ``None`` where only pluggy can tell
+    (a module defining ``__dir__``, an object whose ``dir()`` fails)."""
+    if isinstance(plugin, types.ModuleType):
+        return None if "__dir__" in vars(plugin) else list(vars(plugin))
+    try:
+        return dir(plugin)
+    except Exception:  # noqa: BLE001  (an odd object): let pluggy look
+        return None
 
 
 def _positional_arguments(function: Any, bound: bool) -> tuple[str, ...] | None:
