@@ -222,66 +222,70 @@ def _core_loader() -> type:
 
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             if isinstance(node, yaml.MappingNode):
-                self._note_repeated(node)
+                self.repeated += _repeated_keys(self, node)
             return super().construct_mapping(node, deep=deep)
-
-        def _note_repeated(self, node: Any) -> None:
-            """Keys given twice in this mapping (keys a ``<<`` merge brings in may be
-            overridden: that is what a merge is for)."""
-            first_line: dict[Any, int] = {}
-            for key_node, _ in node.value:
-                if key_node.tag == _TAG + "merge" or not isinstance(key_node, yaml.ScalarNode):
-                    continue
-                key = self.construct_object(key_node)
-                line = key_node.start_mark.line + 1
-                try:
-                    earlier = first_line.get(key)
-                except TypeError:  # unhashable: the base constructor reports it
-                    continue
-                if earlier is None:
-                    first_line[key] = line
-                else:
-                    self.repeated.append(f"key {key!r} on line {line} repeats line {earlier}"
-                                         if earlier != line else
-                                         f"key {key!r} is given twice on line {line}")
-
-        def construct_yaml_int(self, node: Any) -> int:
-            return _core_int(self.construct_scalar(node), node)
-
-        def construct_yaml_float(self, node: Any) -> float:
-            text = self.construct_scalar(node)
-            if _CORE_INT.match(text):
-                return float(_core_int(text, node))
-            if not _CORE_FLOAT.match(text):
-                raise _BadScalar(f"{text!r} on line {node.start_mark.line + 1} is not a "
-                                 "float (YAML 1.2: digits, '.', an exponent, .inf or .nan)")
-            lowered = text.lower()
-            if lowered.endswith(".inf"):
-                return float("-inf") if lowered.startswith("-") else float("inf")
-            return float("nan") if lowered == ".nan" else float(text)
-
-        def construct_yaml_bool(self, node: Any) -> bool:
-            text = self.construct_scalar(node)
-            if not _CORE_BOOL.match(text):
-                raise _BadScalar(f"{text!r} on line {node.start_mark.line + 1} is not a "
-                                 "boolean (YAML 1.2: true or false)")
-            return text.lower() == "true"
 
     for tag, pattern, first in (
             ("bool", _CORE_BOOL, "tTfF"), ("int", _CORE_INT, "-+0123456789"),
             ("float", _CORE_FLOAT, "-+.0123456789"), ("null", _CORE_NULL, ["~", "n", "N", ""]),
             ("merge", re.compile(r"^<<$"), "<")):
         CoreSchemaLoader.add_implicit_resolver(_TAG + tag, pattern, list(first))
-    def no_timestamps(loader: Any, node: Any) -> None:
-        raise _BadScalar(f"line {node.start_mark.line + 1} is tagged !!timestamp; YAML 1.2 "
-                         "and megaplug's settings have no timestamps (quote the text)")
-
-    CoreSchemaLoader.add_constructor(_TAG + "timestamp", no_timestamps)
-    for tag in ("int", "float", "bool"):
-        CoreSchemaLoader.add_constructor(_TAG + tag, getattr(CoreSchemaLoader,
-                                                             f"construct_yaml_{tag}"))
+    CoreSchemaLoader.add_constructor(_TAG + "timestamp", _no_timestamps)
+    for tag, parse in (("int", _core_int), ("float", _core_float), ("bool", _core_bool)):
+        CoreSchemaLoader.add_constructor(_TAG + tag, lambda loader, node, parse=parse: parse(
+            loader.construct_scalar(node), node))
     _LOADER = CoreSchemaLoader
     return _LOADER
+
+
+def _no_timestamps(loader: Any, node: Any) -> None:
+    raise _BadScalar(f"line {node.start_mark.line + 1} is tagged !!timestamp; YAML 1.2 "
+                     "and megaplug's settings have no timestamps (quote the text)")
+
+
+def _repeated_keys(loader: Any, node: Any) -> list[str]:
+    """Keys given twice in this mapping node (keys a ``<<`` merge brings in may be
+    overridden: that is what a merge is for)."""
+    import yaml
+
+    first_line: dict[Any, int] = {}
+    repeated: list[str] = []
+    for key_node, _ in node.value:
+        if key_node.tag == _TAG + "merge" or not isinstance(key_node, yaml.ScalarNode):
+            continue
+        key = loader.construct_object(key_node)
+        line = key_node.start_mark.line + 1
+        try:
+            earlier = first_line.get(key)
+        except TypeError:  # unhashable: the base constructor reports it
+            continue
+        if earlier is None:
+            first_line[key] = line
+        else:
+            repeated.append(f"key {key!r} on line {line} repeats line {earlier}"
+                            if earlier != line else f"key {key!r} is given twice on line {line}")
+    return repeated
+
+
+def _core_float(text: str, node: Any) -> float:
+    """A YAML 1.2 core float (a core integer too), ``.inf`` and ``.nan`` included."""
+    if _CORE_INT.match(text):
+        return float(_core_int(text, node))
+    if not _CORE_FLOAT.match(text):
+        raise _BadScalar(f"{text!r} on line {node.start_mark.line + 1} is not a "
+                         "float (YAML 1.2: digits, '.', an exponent, .inf or .nan)")
+    lowered = text.lower()
+    if lowered.endswith(".inf"):
+        return float("-inf") if lowered.startswith("-") else float("inf")
+    return float("nan") if lowered == ".nan" else float(text)
+
+
+def _core_bool(text: str, node: Any) -> bool:
+    """A YAML 1.2 core boolean: ``true`` or ``false`` (any case YAML allows)."""
+    if not _CORE_BOOL.match(text):
+        raise _BadScalar(f"{text!r} on line {node.start_mark.line + 1} is not a "
+                         "boolean (YAML 1.2: true or false)")
+    return text.lower() == "true"
 
 
 def _core_int(text: str, node: Any) -> int:
