@@ -45,34 +45,8 @@ DEFAULT_FILES=(
 # What megatron.rl imports that megatron-core's wheel does not bring.
 TEST_DEPENDENCIES=(wandb openai fastapi uvicorn)
 
-BASE_PYTHON="$(bash scripts/megatron-env.sh)"
-BASE_SITE="$("$BASE_PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 OVERLAY="${MEGAPLUG_OWN_TESTS_VENV:-/tmp/megaplug-own-tests-$(id -u)-$(printf '%s' "$CHECKOUT" | cksum | cut -d' ' -f1)}"
-if [ ! -x "$OVERLAY/bin/python" ] || [ "$(readlink -f "$OVERLAY/bin/python")" != "$(readlink -f "$BASE_PYTHON")" ]; then
-    rm -rf "$OVERLAY"
-    "$BASE_PYTHON" -m venv --without-pip "$OVERLAY"
-fi
-OVERLAY_SITE="$("$OVERLAY/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-echo "$BASE_SITE" > "$OVERLAY_SITE/megaplug-megatron-base.pth"
-editables=(-e .)
-for dist in plugins/*/ examples/megaplug-example-plugin/; do
-    [ -f "$dist/pyproject.toml" ] && editables+=(-e "$dist")
-done
-# Editable installs follow the sources; reinstall only when a distribution's metadata
-# (entry points, dependencies) or the set of distributions changes.
-STAMP="$OVERLAY/.megaplug-own-tests-stamp"
-want="$( { echo "$CHECKOUT ${TEST_DEPENDENCIES[*]:-}"; for dist in "${editables[@]}"; do
-    [ "$dist" = -e ] || cksum "$dist/pyproject.toml"; done; } | cksum)"
-if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want" ]; then
-    echo "megatron-own-tests: installing megaplug into $OVERLAY" >&2
-    "$BASE_PYTHON" -m pip --python "$OVERLAY/bin/python" install --quiet --no-deps \
-        "${editables[@]}" 2>&1 | { grep -v "^WARNING: Location" || true; } >&2
-    if [ "${#TEST_DEPENDENCIES[@]}" -gt 0 ]; then
-        "$BASE_PYTHON" -m pip --python "$OVERLAY/bin/python" install --quiet \
-            "${TEST_DEPENDENCIES[@]}" 2>&1 | { grep -v "^WARNING: Location" || true; } >&2
-    fi
-    echo "$want" > "$STAMP"
-fi
+OVERLAY_PYTHON="$(bash scripts/megatron-overlay.sh "$OVERLAY" "${TEST_DEPENDENCIES[@]}")"
 
 if [ "$#" -gt 0 ]; then
     files=("$@")
@@ -95,7 +69,7 @@ for mode in a b; do
     switch=()
     [ "$mode" = b ] && switch=(-p megaplug.megatron.pytest_switch)
     ( cd "$MEGATRON_LM" && PYTHONPATH="$MEGATRON_LM" PYTHONDONTWRITEBYTECODE=1 \
-        timeout "$SESSION_TIMEOUT" "$OVERLAY/bin/python" -m pytest -p no:cacheprovider \
+        timeout "$SESSION_TIMEOUT" "$OVERLAY_PYTHON" -m pytest -p no:cacheprovider \
         -o addopts= -q -rfE --continue-on-collection-errors "${switch[@]}" \
         --junitxml="$RESULTS/$mode.xml" "${files[@]}" > "$RESULTS/$mode.log" 2>&1 ) \
         && rc=0 || rc=$?
@@ -103,7 +77,7 @@ for mode in a b; do
     echo "megatron-own-tests: mode ($mode) $([ "$mode" = a ] && echo "as shipped" || echo "megaplug switched in"): pytest exit $rc, $(tail -n 1 "$RESULTS/$mode.log")" >&2
 done
 
-"$OVERLAY/bin/python" - "$RESULTS" "${files[@]}" <<'PY'
+"$OVERLAY_PYTHON" - "$RESULTS" "${files[@]}" <<'PY'
 """Compare the two modes' JUnit reports test by test; print the table; exit 1 when a test
 that passes as shipped does not pass with megaplug."""
 import sys
