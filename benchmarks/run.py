@@ -431,7 +431,7 @@ SIDE_EFFECTS = textwrap.dedent("""
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         try:
             if kind == "cli":
-                from megaplug._cli import main
+                from megaplug.cli import main
                 code = main(payload)
             elif kind == "import":
                 import megaplug

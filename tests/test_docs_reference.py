@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import megaplug
-from megaplug._docs import write_reference
+from megaplug.cli._docs import write_reference
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "parity"))

@@ -1,5 +1,5 @@
 """``python -m megaplug`` runs the command-line interface."""
 
-from ._cli import main
+from .cli import main
 
 raise SystemExit(main())

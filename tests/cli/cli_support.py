@@ -18,7 +18,7 @@ VALID = ["--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4
 
 def run(capsys, *argv):
     """``megaplug ARGV`` in this process: (exit code, stdout, stderr)."""
-    from megaplug._cli import main
+    from megaplug.cli import main
 
     code = main(list(argv))
     out, err = capsys.readouterr()

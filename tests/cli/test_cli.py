@@ -95,7 +95,7 @@ def test_docs_writes_reference(toy_env, capsys, tmp_path):
 def test_python_dash_m_and_no_torch_import():
     code = (
         "import sys, megaplug, megaplug.megatron\n"
-        "from megaplug._cli import main\n"
+        "from megaplug.cli import main\n"
         "import contextlib, io\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    main(['list']); main(['flags'])\n"
@@ -112,7 +112,7 @@ def test_python_dash_m_and_no_torch_import():
 
 def test_docs_find_the_checks_that_read_a_setting():
     import toy_plugins
-    from megaplug._docs import _functions_by_setting
+    from megaplug.cli._docs import _functions_by_setting
 
     found = _functions_by_setting(toy_plugins, {"hidden_size", "experts", "num_layers"})
     assert ("derive", "") in found["hidden_size"]
@@ -128,7 +128,7 @@ def test_list_is_cached_until_a_plugin_source_changes(toy_env, capsys, tmp_path,
     monkeypatch.syspath_prepend(str(directory))
     monkeypatch.setenv("MEGAPLUG_PLUGINS", "listed_plugin")
     calls = []
-    import megaplug._cli as cli
+    import megaplug.cli._main as cli
 
     real = cli._list_rows
     monkeypatch.setattr(cli, "_list_rows", lambda options: calls.append(1) or real(options))

@@ -29,7 +29,7 @@ WORDBREAKS = set("\"'><=;|&(:")
 def scripts(tmp_path_factory):
     """The three scripts, generated once from every installed plugin."""
     from megaplug import load
-    from megaplug._completion import completion_script
+    from megaplug.cli._completion import completion_script
 
     kernel, _ = load([], environ={})
     directory = tmp_path_factory.mktemp("completion")

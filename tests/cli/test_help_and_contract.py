@@ -30,7 +30,7 @@ def test_resolve_help_shows_plugin_controls_and_the_way_to_the_training_flags(ca
 
 
 def test_every_command_named_in_a_help_or_hint_exists(capsys, clean_env):
-    from megaplug._cli import COMMANDS
+    from megaplug.cli._parser import COMMANDS
 
     with pytest.raises(SystemExit):
         run(capsys, "--help")

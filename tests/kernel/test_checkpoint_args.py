@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from megaplug._checkpoint import (  # noqa: E402
+from megaplug.megatron._checkpoint import (  # noqa: E402
     CheckpointArgsError,
     apply_checkpoint_args,
     checkpoint_file,
@@ -97,7 +97,7 @@ def _cli(*argv, env=None):
     import contextlib
     import io
 
-    from megaplug._cli import main
+    from megaplug.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

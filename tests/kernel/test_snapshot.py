@@ -98,7 +98,7 @@ def test_plugin_objects_are_never_snapshotted(cache):
 
 RESOLVE = textwrap.dedent("""
     import contextlib, io, json, sys
-    from megaplug._cli import main
+    from megaplug.cli import main
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
         code = main(json.loads(sys.argv[1]))

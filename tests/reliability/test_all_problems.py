@@ -92,7 +92,7 @@ def test_five_mistakes_in_five_plugins_are_all_reported() -> None:
 
 def test_the_cli_prints_all_five_with_plugin_and_hint(capsys: pytest.CaptureFixture[str],
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    from megaplug._cli import main
+    from megaplug.cli import main
 
     monkeypatch.setenv("WORLD_SIZE", "8")
     monkeypatch.delenv("RANK", raising=False)

@@ -20,7 +20,7 @@ from reliability_support import MINIMAL, resolve_environment
 
 import megaplug
 from megaplug import _errors
-from megaplug._cli import main
+from megaplug.cli import main
 
 NO_GPU = megaplug.TargetEnvironment(device_capability=None)
 COUNT = 20_000

@@ -16,7 +16,7 @@ import pytest
 from reliability_support import MINIMAL, resolve_environment
 
 import megaplug
-from megaplug._cli import main
+from megaplug.cli import main
 
 NO_GPU = megaplug.TargetEnvironment(device_capability=None)
 

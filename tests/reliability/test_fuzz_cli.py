@@ -1,6 +1,6 @@
 """No command line makes ``megaplug resolve`` crash, and no plugin hook raises.
 
-A hypothesis-driven fuzz test runs ``megaplug._cli.main(["resolve", "--", *argv])`` in
+A hypothesis-driven fuzz test runs ``megaplug.cli.main(["resolve", "--", *argv])`` in
 process on generated argument lists: a valid base configuration (the minimal launch or
 one of the shared parity cases Megatron accepted) with tokens removed, replaced or
 duplicated, plus real flags from the kernel's flag table with well-typed, wrongly typed,
@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from reliability_support import MINIMAL, ok_cases, resolve_environment
 
 import megaplug
-from megaplug._cli import main
+from megaplug.cli import main
 
 DEFAULT_EXAMPLES = 1000
 EXAMPLES = int(os.environ.get("MEGAPLUG_FUZZ_EXAMPLES", DEFAULT_EXAMPLES))

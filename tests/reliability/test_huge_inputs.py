@@ -14,7 +14,7 @@ import pytest
 from reliability_support import MINIMAL, resolve_environment
 
 import megaplug
-from megaplug._cli import main
+from megaplug.cli import main
 from megaplug._errors import MAX_PROBLEM_CHARS
 from megaplug._files import MAX_INT_DIGITS
 

@@ -20,7 +20,7 @@ import yaml
 from reliability_support import MINIMAL, resolve_environment
 
 import megaplug
-from megaplug._cli import main
+from megaplug.cli import main
 
 PATTERN_FLAGS = ("--moe-layer-freq", "--no-rope-freq", "--linear-attention-freq",
                  "--window-attn-skip-freq", "--pipeline-model-parallel-layout",

@@ -21,7 +21,7 @@ import yaml
 from reliability_support import ok_cases, resolve_environment, target_for, third_party_blocks
 
 import megaplug
-from megaplug._cli import main
+from megaplug.cli import main
 from megaplug._values import encode
 
 

@@ -22,7 +22,7 @@ import pytest
 from reliability_support import MINIMAL, resolve_environment
 
 import megaplug
-from megaplug._cli import main
+from megaplug.cli import main
 from megaplug._plugins import PluginSelection, PluginSet
 from megaplug._target import parse_assumed_capability, parse_assumed_package
 

@@ -15,7 +15,7 @@ import pytest
 
 from reliability_support import MINIMAL, resolve_environment
 
-from megaplug._cli import main
+from megaplug.cli import main
 from megaplug.megatron import ConfigError, parse_and_validate_args
 
 torch = pytest.importorskip("torch")

@@ -23,8 +23,8 @@ from reliability_support import MINIMAL, resolve_environment
 
 import megaplug
 import megaplug.megatron
-from megaplug import _checkpoint
-from megaplug._cli import main
+from megaplug.megatron import _checkpoint
+from megaplug.cli import main
 from megaplug._files import UntrustedInputError, read_regular_file, read_text_file
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="FIFOs and /dev are POSIX")

@@ -19,7 +19,7 @@ import pytest
 from reliability_support import MINIMAL, resolve_environment
 
 import megaplug
-from megaplug._cli import main
+from megaplug.cli import main
 from megaplug._errors import Problem
 from megaplug._sources import load_config_file
 from megaplug._values import encode, float_or_infinity, to_json, to_yaml

@@ -27,7 +27,7 @@ import megaplug.megatron
 from reliability_support import MINIMAL, resolve_environment
 
 import megaplug
-from megaplug._cli import main
+from megaplug.cli import main
 from megaplug.megatron import parse_and_validate_args
 
 NO_GPU = megaplug.TargetEnvironment(device_capability=None)

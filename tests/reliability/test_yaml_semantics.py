@@ -14,7 +14,7 @@ import pytest
 from reliability_support import MINIMAL, resolve_environment
 
 import megaplug
-from megaplug._cli import main
+from megaplug.cli import main
 from megaplug._files import UntrustedInputError, parse_json, parse_yaml
 
 NO_GPU = megaplug.TargetEnvironment(device_capability=None)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from .. import _checkpoint
+from . import _checkpoint
 from .._config import Provenance
 from .._errors import Problem, ProblemSink
 from .._kernel import Kernel

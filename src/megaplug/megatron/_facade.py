@@ -236,7 +236,7 @@ def _target_with_preflight_switch(target: TargetEnvironment | None, env: Mapping
 
 
 def _declared_enum_types(kernel: Kernel) -> list[type]:
-    from .._checkpoint import declared_enum_types  # only when a foreign enum is met
+    from ._checkpoint import declared_enum_types  # only when a foreign enum is met
 
     return declared_enum_types(kernel)
 

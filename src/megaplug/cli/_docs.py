@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ._values import encode
+from .._values import encode
 
 
 def _source_files(module: Any) -> list[Path]:
@@ -34,7 +34,7 @@ def _source_files(module: Any) -> list[Path]:
 
 
 def _functions_by_setting(module: Any, dests: set[str]) -> dict[str, list[tuple[str, str]]]:
-    from ._discovery import depends_on
+    from .._discovery import depends_on
 
     found: dict[str, list[tuple[str, str]]] = {}
     files = _source_files(module)

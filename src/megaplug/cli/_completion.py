@@ -15,7 +15,7 @@ import argparse
 import shlex
 from typing import Any
 
-from ._cli import build_parser
+from ._parser import build_parser
 
 SHELLS = ("bash", "zsh", "fish")
 
@@ -43,7 +43,7 @@ class _CompletionData:
     """What the ARGS completers need: flags with help, choices, plugin names."""
 
     def __init__(self, kernel: Any) -> None:
-        from ._options import choice_name
+        from .._options import choice_name
 
         self.flags: dict[str, str] = {}
         self.choices: dict[str, list[str]] = {}

@@ -13,10 +13,10 @@ import os
 import sys
 from typing import Any, Sequence
 
-from ._cli import EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, UsageError, load_kernel, \
-    print_problems, resolve_partially
-from ._errors import Problem
-from ._values import encode, to_json
+from .._errors import Problem
+from .._values import encode, to_json
+from ._parser import EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, UsageError
+from ._shared import load_kernel, print_problems, resolve_partially
 
 _UNOWNED = "(no installed plugin)"
 
@@ -69,7 +69,7 @@ def load_side(kernel: Any, options: argparse.Namespace, path: str, args: Sequenc
     """A checkpoint directory, a saved resolve output, or a config file resolved with ARGS."""
     if os.path.isdir(path):
         return checkpoint_side(kernel, path)
-    from ._sources import ConfigFileError, load_config_file
+    from .._sources import ConfigFileError, load_config_file
 
     try:
         data = load_config_file(path)
@@ -101,7 +101,7 @@ def _resolved_side(kernel: Any, options: argparse.Namespace, label: str, kind: s
 
 def checkpoint_side(kernel: Any, directory: str) -> Side:
     """The arguments a checkpoint's run saved, read with the facade's allow-list of types."""
-    from . import _checkpoint
+    from ..megatron import _checkpoint
 
     try:
         path = _checkpoint.checkpoint_file(directory)

@@ -1,0 +1,194 @@
+"""megaplug's own command line, as argparse sees it: the commands, their options, exit codes.
+
+Exit codes: 0 success; 2 an invalid configuration or usage (every problem on stderr);
+1 an internal failure, or ``diff --exit-code`` finding differences; 141 when the reader of
+stdout went away (``megaplug flags | head``), as a tool stopped by SIGPIPE reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, Callable
+
+EXIT_OK, EXIT_INTERNAL, EXIT_INVALID = 0, 1, 2
+EXIT_PIPE_CLOSED = 128 + 13  # 128 + SIGPIPE, what the shell reports for `yes | head`
+
+COMMANDS = ("list", "flags", "resolve", "explain", "diff", "schema", "completion", "docs")
+
+_TRAINING_FLAGS_EPILOG = """\
+ARGS are the training flags, after `--`, exactly as a training script takes them:
+  megaplug {command} -- --num-layers 2 --hidden-size 64 --num-attention-heads 4 ...
+Find them with `megaplug flags WORD` or `megaplug flags --plugin NAME`; `-p NAME`,
+`-p no:NAME` and `--config FILE` work among ARGS too. `megaplug resolve -- --help` prints
+them argparse-style, grouped by plugin."""
+
+
+class UsageError(Exception):
+    """A command line megaplug cannot act on; printed as it is, exit 2."""
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def build_parser(completing: bool = False, only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of megaplug's own options; training flags are not in it (they follow ``--``).
+
+    ``completing`` leaves out diff's positionals: the completion script completes them,
+    with the training flags, as one list of words. ``only`` builds that command's options
+    alone (the one being run: building all of them is a noticeable part of a resolve).
+    """
+    parser = _ArgumentParser(
+        prog="megaplug",
+        description="Inspect megaplug plugins and flags, and resolve training configurations.",
+        epilog="Training flags follow `--`: megaplug resolve -- --num-layers 2 ... "
+               "Find them with `megaplug flags WORD`. Shell completion: `megaplug completion "
+               "bash|zsh|fish`.",
+    )
+    parser.add_argument("--version", action="store_true",
+                        help="print megaplug's version and the plugins' (as megaplug list does)")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    adders: dict[str, Callable[[Any], None]] = {
+        "list": _add_list, "flags": _add_flags, "resolve": _add_resolve,
+        "explain": _add_explain, "diff": lambda c: _add_diff(c, with_sides=not completing),
+        "schema": _add_schema, "completion": _add_completion, "docs": _add_docs}
+    for name, add in adders.items():
+        if only is None or name == only:
+            add(commands)
+    return parser
+
+
+def _command(commands: Any, name: str, help: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """A subcommand whose description is its help line."""
+    return commands.add_parser(name, help=help, description=help[:1].upper() + help[1:] + ".",
+                               formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
+
+
+def _add_list(commands: Any) -> None:
+    """``megaplug list``."""
+    listing = _command(commands, "list",
+                       "every plugin: status (and why), version, flags, hooks, ordering")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.add_argument("--order", action="store_true",
+                         help="list in the order the plugins' hooks run (default: by name)")
+    _plugin_options(listing)
+
+
+def _add_flags(commands: Any) -> None:
+    """``megaplug flags``."""
+    flags = _command(commands, "flags",
+                     "every flag with its help line; filter by plugin or a word")
+    flags.add_argument("word", nargs="?", metavar="WORD",
+                       help="only flags whose spelling, setting name or help mentions WORD")
+    flags.add_argument("--plugin", metavar="NAME", help="only this plugin's flags")
+    flags.add_argument("--json", action="store_true", help="print JSON")
+    _plugin_options(flags)
+
+
+def _add_resolve(commands: Any) -> None:
+    """``megaplug resolve``."""
+    resolve = _command(commands, "resolve",
+                       "resolve ARGS and print every value",
+                       usage="megaplug resolve [options] [--] ARGS...",
+                       epilog=_TRAINING_FLAGS_EPILOG.format(command="resolve"))
+    _resolve_options(resolve)
+    resolve.add_argument("--format", choices=("json", "yaml"), default="json",
+                         help="output format (default: json)")
+    shown = resolve.add_mutually_exclusive_group()
+    shown.add_argument("--provenance", action="store_true",
+                       help="print where each value came from instead of the values")
+    shown.add_argument("--given", action="store_true",
+                       help="print only the settings as given (a config file that reproduces "
+                            "this resolve with --config)")
+    _plugin_options(resolve)
+
+
+def _add_explain(commands: Any) -> None:
+    """``megaplug explain``."""
+    explain = _command(commands, "explain",
+                       "one setting: owner, type, value, provenance and its problems",
+                       usage="megaplug explain DEST_OR_FLAG [options] [--] ARGS...",
+                       epilog="DEST_OR_FLAG is a setting (ffn_hidden_size) or one of its flags "
+                              "(--ffn-hidden-size).\n"
+                              + _TRAINING_FLAGS_EPILOG.format(command="explain ffn_hidden_size"))
+    _resolve_options(explain)
+    _plugin_options(explain)
+
+
+def _add_diff(commands: Any, with_sides: bool) -> None:
+    """``megaplug diff``; ``with_sides`` adds its positionals."""
+    diff = _command(commands, "diff",
+                    "the settings whose resolved values differ between two runs",
+                    usage="megaplug diff A [B] [options] [--] [ARGS...]",
+                    epilog="A and B are each a config file, a saved `megaplug resolve` output "
+                           "(JSON or YAML) or a\ncheckpoint directory (its saved arguments). "
+                           "With A and B, ARGS are resolved on top of each config\nfile; with "
+                           "A alone, the other side is ARGS: `megaplug diff CHECKPOINT_DIR -- "
+                           "--num-layers 24 ...`\nshows what this command line changes against "
+                           "the checkpoint it resumes from.")
+    if with_sides:
+        diff.add_argument("sides", nargs="+", metavar="A [B]", help="what to compare")
+    diff.add_argument("--json", action="store_true", help="print JSON")
+    diff.add_argument("--exit-code", action="store_true",
+                      help="exit 1 when something differs (like git diff --exit-code)")
+    _resolve_options(diff, config=False)
+    _plugin_options(diff)
+
+
+def _add_schema(commands: Any) -> None:
+    """``megaplug schema``."""
+    schema = _command(commands, "schema",
+                      "a JSON Schema (draft 2020-12) of config files, for editors",
+                      epilog="VS Code (YAML extension) and other editors complete and check a "
+                             "config file that starts with\n  # yaml-language-server: "
+                             "$schema=megaplug.schema.json\nafter `megaplug schema > "
+                             "megaplug.schema.json`.")
+    schema.add_argument("--plugin", metavar="NAME",
+                        help="only this plugin's settings (for a file that holds only those)")
+    _plugin_options(schema)
+
+
+def _add_completion(commands: Any) -> None:
+    """``megaplug completion``."""
+    completion = _command(commands, "completion",
+                          "print a shell completion script",
+                          epilog="bash: eval \"$(megaplug completion bash)\" (in ~/.bashrc)\n"
+                                 "zsh:  eval \"$(megaplug completion zsh)\" (in ~/.zshrc, after "
+                                 "compinit)\nfish: megaplug completion fish > "
+                                 "~/.config/fish/completions/megaplug.fish\n"
+                                 "The script carries the flags of the plugins installed now; "
+                                 "generate it again after installing one.")
+    completion.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell")
+    _plugin_options(completion)
+
+
+def _add_docs(commands: Any) -> None:
+    """``megaplug docs``."""
+    docs = _command(commands, "docs",
+                    "write the per-plugin flag reference (Markdown)")
+    docs.add_argument("--out", default="docs/flags", metavar="DIR",
+                      help="output directory (default: docs/flags, under the current directory)")
+    _plugin_options(docs)
+
+
+def _plugin_options(sub: argparse.ArgumentParser) -> None:
+    group = sub.add_argument_group("plugin selection")
+    group.add_argument("-p", dest="plugin_controls", action="append", default=[],
+                       metavar="NAME", help="load plugin NAME (an entry point or module); "
+                                            "-p no:NAME blocks it (repeatable)")
+    group.add_argument("--no-autoload", action="store_true",
+                       help="do not load plugins from installed entry points")
+
+
+def _resolve_options(sub: argparse.ArgumentParser, config: bool = True) -> None:
+    if config:
+        sub.add_argument("--config", action="append", default=[], metavar="FILE",
+                         help="YAML or JSON file of settings (repeatable; later files win)")
+    sub.add_argument("--defaults", metavar="JSON",
+                     help="caller defaults as a JSON object (or @file), like args_defaults")
+    sub.add_argument("--assume", action="append", default=[], metavar="NAME=VERSION",
+                     help="assume package NAME is installed at VERSION on the target "
+                          "(NAME=none: not installed)")
+    sub.add_argument("--assume-device-capability", metavar="MAJOR.MINOR",
+                     help="assume the target GPU's compute capability ('none': no GPU)")
