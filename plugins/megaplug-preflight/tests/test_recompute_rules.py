@@ -1,0 +1,104 @@
+"""Activation recomputation and CPU offloading at the boundaries they draw (TransformerConfig
+.__post_init__'s recomputation checks): each rejection whole (message, flags, hint), and the
+near misses that must pass."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from preflight_launches import DENSE, ENVIRON, MOE, target
+
+import megaplug
+
+AT_MODEL_BUILD = "; Megatron would raise this when building the model"
+SELECTIVE = ["--recompute-granularity", "selective", "--recompute-modules"]
+ALL_MODULES = ("core_attn, gdn_norm_out, gdp_in_proj, gdp_qkv, layernorm, mhc, mla_up_proj, mlp, "
+               "moe, moe_act, shared_experts")
+
+
+def whole(argv: list[str], packages: dict[str, Any] | None = None,
+          base: list[str] = DENSE) -> list[tuple]:
+    """Every problem of ``base + argv`` as (plugin, message, flags, hint)."""
+    try:
+        megaplug.resolve([*base, *argv], environ=dict(ENVIRON), target=target(packages))
+    except megaplug.ConfigError as error:
+        assert all(p.message.endswith(AT_MODEL_BUILD) for p in error.problems
+                   if p.plugin == "preflight")
+        return [(p.plugin, p.message.removesuffix(AT_MODEL_BUILD), tuple(p.flags), p.hint)
+                for p in error.problems]
+    return []
+
+
+def pre(message: str, flags: tuple[str, ...], hint: str) -> tuple:
+    return ("preflight", message, flags, hint)
+
+
+def offloads_too_many(count: int, layers: int, at_most: int) -> tuple:
+    return pre(f"--cpu-offloading-num-layers {count} must be below --num-layers {layers}",
+               ("--cpu-offloading-num-layers", "--num-layers"), f"offload at most {at_most} layers")
+
+
+NO_LAYERS = pre("--num-layers 0 must be at least 1", ("--num-layers",),
+                "give the model at least one layer")
+_LAYERS_AT = DENSE.index("--num-layers")
+WITHOUT_LAYER_COUNT = DENSE[:_LAYERS_AT] + DENSE[_LAYERS_AT + 2:]
+
+
+@pytest.mark.parametrize("base, argv, expected", [
+    (DENSE, ["--cpu-offloading-num-layers", "7"], []),
+    (DENSE, ["--cpu-offloading-num-layers", "8"], [offloads_too_many(8, 8, 7)]),
+    (DENSE, ["--num-layers", "1", "--cpu-offloading-num-layers", "1"],
+     [offloads_too_many(1, 1, 0)]),
+    (DENSE, ["--num-layers", "0", "--cpu-offloading-num-layers", "1"],
+     [NO_LAYERS, offloads_too_many(1, 0, 0)]),
+    # validate_args refuses a model without a layer count; pre-flight still counts it as 0
+    (WITHOUT_LAYER_COUNT, ["--cpu-offloading-num-layers", "1"],
+     [("model", "the number of layers is not set", ("--num-layers", "--encoder-num-layers"),
+       "add --num-layers N (or --encoder-num-layers N for encoder-decoder models)"),
+      offloads_too_many(1, 0, 0)]),
+])
+def test_cpu_offloading_moves_fewer_layers_than_the_model_has(base, argv, expected):
+    assert whole(argv, base=base) == expected
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--recompute-granularity", "selective", "--recompute-modules", "core_attn", "gdp", "mlp",
+      "attn"],
+     [pre("unknown --recompute-modules: gdp, attn", ("--recompute-modules",),
+          f"choose from {ALL_MODULES}")]),
+    (["--recompute-granularity", "selective", "--recompute-modules", "core_attn", "mlp",
+      "layernorm"], []),
+])
+def test_recompute_modules_are_known(argv, expected):
+    assert whole(argv) == expected
+
+
+def delayed(modules: str) -> tuple:
+    return pre(f"--recompute-modules {modules} does not work with --fp8-recipe delayed",
+               ("--recompute-modules", "--fp8-recipe"),
+               "use another FP8 recipe, or drop these modules")
+
+
+def old_te(what: str, found: str) -> tuple:
+    return pre(f"recomputing {what} in FP8 requires transformer_engine >= 2.6.0dev0, found "
+               f"{found}", ("--recompute-modules", "--fp8-format"), "upgrade Transformer Engine")
+
+
+FP8_MOE = [*MOE, "--moe-grouped-gemm", "--fp8-format", "e4m3", "--fp8-recipe"]
+
+
+@pytest.mark.parametrize("te, argv, expected", [
+    ("2.17.1", [*FP8_MOE, "delayed", *SELECTIVE, "layernorm", "moe_act"],
+     [delayed("moe_act layernorm")]),
+    ("2.17.1", [*FP8_MOE, "delayed", *SELECTIVE, "moe_act", "core_attn"], [delayed("moe_act")]),
+    ("2.17.1", [*FP8_MOE, "tensorwise", *SELECTIVE, "moe_act", "layernorm"], []),
+    ("2.17.1", [*FP8_MOE, "delayed", *SELECTIVE, "core_attn"], []),
+    ("2.5.0", [*FP8_MOE, "tensorwise", *SELECTIVE, "layernorm", "moe_act"],
+     [old_te("moe_act and layernorm", "2.5.0")]),
+    ("2.5.0", [*FP8_MOE, "delayed", *SELECTIVE, "moe_act"],
+     [delayed("moe_act"), old_te("moe_act", "2.5.0")]),
+    ("2.6.0", [*FP8_MOE, "tensorwise", *SELECTIVE, "layernorm", "moe_act"], []),
+])
+def test_fp8_activations_and_norms_recompute_with_current_scaling(te, argv, expected):
+    assert whole(argv, {"transformer_engine": te}) == expected
