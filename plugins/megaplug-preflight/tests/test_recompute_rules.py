@@ -102,3 +102,14 @@ FP8_MOE = [*MOE, "--moe-grouped-gemm", "--fp8-format", "e4m3", "--fp8-recipe"]
 ])
 def test_fp8_activations_and_norms_recompute_with_current_scaling(te, argv, expected):
     assert whole(argv, {"transformer_engine": te}) == expected
+
+
+def test_without_the_parallel_plugin_cpu_offloading_has_one_pipeline_stage():
+    # the pipeline size is the parallel plugin's setting: blocked, there is one stage
+    assert whole(["-p", "no:parallel", "--cpu-offloading-num-layers", "1"]) == []
+    assert whole(["-p", "no:parallel", "--cpu-offloading-num-layers", "1",
+                  "--recompute-activations"]) == [
+        pre("--cpu-offloading-num-layers does not work with activation recomputation "
+            "(--recompute-granularity selective)",
+            ("--cpu-offloading-num-layers", "--recompute-granularity"),
+            "drop the recomputation flags, or CPU offloading")]
