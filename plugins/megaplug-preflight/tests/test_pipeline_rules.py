@@ -96,6 +96,9 @@ MTP_SPLIT = "splits the MTP layers over several stages"
     ([], "Etttt|ttttLL", [NO_LOSS]),
     ([], "Etttt|tLttt", [NO_LOSS]),
     ([], "ELtttt|ttttL", [NO_LOSS]),
+    # commas only group layers for reading; (...)*n and x*n repeat them
+    ([], "tt,tt|tt,ttEL", [NO_EMBEDDING]),
+    ([], "(tttt|)*1t*4EL", [NO_EMBEDDING]),
     ([], "Ettt|ttttL", ["places 7 decoder layers ('t'), but --num-layers 8"]),
     ([], "Etttt|tttttL", ["places 9 decoder layers ('t'), but --num-layers 8"]),
     ([], "Etttt|ttttmL", ["places 1 MTP layers ('m'), but --mtp-num-layers is None"]),
