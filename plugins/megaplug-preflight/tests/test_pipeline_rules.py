@@ -226,8 +226,10 @@ P2P_WARMUP = "--overlap-p2p-communication-warmup-flush"
 
 def test_p2p_overlap_in_warm_up_needs_p2p_overlap():
     # validate_args turns p2p overlap off without an interleaved schedule
-    found = [(f"{P2P_WARMUP} needs --overlap-p2p-communication",
-              (P2P_WARMUP, "--no-overlap-p2p-communication"), "add --overlap-p2p-communication")]
+    found = [(f"{P2P_WARMUP} needs p2p overlap, which is on only with an interleaved pipeline "
+              "schedule and without --no-overlap-p2p-communication",
+              (P2P_WARMUP, "--no-overlap-p2p-communication"),
+              f"use {VPP} without --no-overlap-p2p-communication, or drop {P2P_WARMUP}")]
     assert whole([P2P_WARMUP]) == found
     assert whole([PP, "4", VPP, "2", P2P_WARMUP, "--no-overlap-p2p-communication"]) == found
     assert whole([PP, "4", VPP, "2", P2P_WARMUP]) == []

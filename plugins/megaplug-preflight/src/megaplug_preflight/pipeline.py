@@ -164,12 +164,16 @@ def accounted_layers_divide_over_stages(config: Draft) -> None:
 
 
 def pipeline_communication_overlap(config: Draft) -> None:
-    """Overlapping p2p in warm-up and flush extends ``--overlap-p2p-communication``."""
+    """Overlapping p2p in warm-up and flush extends p2p overlap, which validate_args keeps
+    on only for the interleaved schedule (and ``--no-overlap-p2p-communication`` turns off)."""
     if config.get("overlap_p2p_comm_warmup_flush") and not config.get("overlap_p2p_comm"):
-        reject(config, "--overlap-p2p-communication-warmup-flush needs "
-                       "--overlap-p2p-communication",
+        reject(config, "--overlap-p2p-communication-warmup-flush needs p2p overlap, which is "
+                       "on only with an interleaved pipeline schedule and without "
+                       "--no-overlap-p2p-communication",
                flags=("overlap_p2p_comm_warmup_flush", "overlap_p2p_comm"),
-               hint="add --overlap-p2p-communication")
+               hint="use --num-virtual-stages-per-pipeline-rank without "
+                    "--no-overlap-p2p-communication, or drop "
+                    "--overlap-p2p-communication-warmup-flush")
 
 
 def deferred_embedding_gradients(config: Draft) -> None:
