@@ -44,7 +44,8 @@ def bias_activation_fusion_supported(config: Draft) -> None:
                        "activation",
                flags=(dest, *act_flags), hint=f"add {off}")
         return
-    if act == "gelu" and not view.gated_linear_unit(config) and not config.get("add_bias_linear"):
+    biases = config.get("add_bias_linear", True)  # Megatron's default without the model plugin
+    if act == "gelu" and not view.gated_linear_unit(config) and not biases:
         reject(config, "fused bias-GeLU needs linear biases, which --disable-bias-linear removes",
                flags=(dest, "add_bias_linear"), hint=f"add {off}")
     offset = config.get("glu_linear_offset", 0.0) or 0.0

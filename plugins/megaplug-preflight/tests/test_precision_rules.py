@@ -1,0 +1,55 @@
+"""FP8 rules at their boundaries: each problem whole and the near miss that must pass.
+
+Megatron (``TransformerConfig.__post_init__``): with FP8 and ``--first-last-layers-bf16``,
+each end keeps between 0 and ``num_layers // pipeline size`` layers in BF16 (both ends
+inclusive); a custom recipe needs its quantizer factory.
+"""
+
+from __future__ import annotations
+
+import pytest
+from preflight_launches import DENSE, ENVIRON, target
+
+import megaplug
+
+AT_MODEL_BUILD = "; Megatron would raise this when building the model"
+FP8 = ["--fp8-format", "e4m3", "--fp8-recipe", "tensorwise"]
+EDGES = [*FP8, "--first-last-layers-bf16"]
+
+
+def whole(argv: list[str]) -> list[tuple]:
+    """Every problem of ``DENSE + argv`` as (plugin, message, flags, hint)."""
+    try:
+        megaplug.resolve([*DENSE, *argv], environ=dict(ENVIRON), target=target())
+    except megaplug.ConfigError as error:
+        return [(p.plugin, p.message.removesuffix(AT_MODEL_BUILD), tuple(p.flags), p.hint)
+                for p in error.problems]
+    return []
+
+
+def edge_problem(end: str, count: int, per_stage: int) -> tuple:
+    return ("preflight", f"--num-layers-at-{end}-in-bf16 {count} must be between 0 and the "
+            f"{per_stage} layers of a pipeline stage",
+            (f"--num-layers-at-{end}-in-bf16", "--num-layers", "--pipeline-model-parallel-size"),
+            f"keep at most {per_stage} layers in BF16 at each end")
+
+
+@pytest.mark.parametrize("argv, expected", [
+    # 8 layers on one stage: 0 and 8 are the ends of the range, 9 is past it
+    ([*EDGES, "--num-layers-at-start-in-bf16", "0", "--num-layers-at-end-in-bf16", "8"], []),
+    ([*EDGES, "--num-layers-at-start-in-bf16", "8", "--num-layers-at-end-in-bf16", "0"], []),
+    ([*EDGES, "--num-layers-at-end-in-bf16", "9"], [edge_problem("end", 9, 8)]),
+    ([*EDGES, "--num-layers-at-start-in-bf16", "9"], [edge_problem("start", 9, 8)]),
+    # the counts mean nothing without both FP8 and --first-last-layers-bf16
+    ([*FP8, "--num-layers-at-start-in-bf16", "9"], []),
+    (["--first-last-layers-bf16", "--num-layers-at-start-in-bf16", "9"], []),
+    # a custom recipe with its factory
+    (["--fp8-format", "e4m3", "--fp8-recipe", "custom", "--fp8-quantizer-factory",
+      "pkg.mod.fn"], []),
+    (["--fp8-format", "e4m3", "--fp8-recipe", "custom"],
+     [("preflight", "--fp8-recipe custom needs --fp8-quantizer-factory",
+       ("--fp8-recipe", "--fp8-quantizer-factory"),
+       "name the factory's import path with --fp8-quantizer-factory package.module.function")]),
+])
+def test_precision_rule_whole(argv: list[str], expected: list[tuple]) -> None:
+    assert whole(argv) == expected
