@@ -67,7 +67,8 @@ def _file_state(path: str) -> str | None:
     return f"{status.st_mtime_ns}/{status.st_ctime_ns}/{status.st_size}"
 
 
-def _digest(parts: list[str]) -> str:
+def digest(parts: list[str]) -> str:
+    """A short, stable digest of ``parts`` (a cache key)."""
     return f"{zlib.crc32(chr(10).join(parts).encode()):08x}"
 
 
@@ -102,7 +103,7 @@ def installed_fingerprint() -> str:
             about = (_file_state(os.path.join(metadata, "METADATA"))
                      or _file_state(os.path.join(metadata, "PKG-INFO")))
             parts.append(f"{name}:{entry_points_state}:{about}")
-    return _digest(parts)
+    return digest(parts)
 
 
 def _cache_path() -> str | None:
@@ -283,7 +284,7 @@ def code_fingerprint(extra: list[str]) -> str:
     for entry in sys.path:
         if isinstance(entry, str):
             parts.append(entry if entry in churning else f"{entry}:{_file_state(entry)}")
-    return _digest(parts)
+    return digest(parts)
 
 
 def _import_closure() -> dict[str, str | None]:

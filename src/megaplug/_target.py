@@ -306,6 +306,100 @@ def open_nvml() -> Any:
 def _nvml_capability(first: str, pci_bus_order: bool) -> Any:
     """``(major, minor)`` of the device ``first`` names, ``None`` if it names none, or
     ``_UNSETTLED``."""
+    devices = host_devices()
+    if devices is None or devices is _UNSETTLED:
+        return devices
+    return _choose(devices, first, pci_bus_order)
+
+
+def host_devices() -> Any:
+    """Every GPU NVML sees from this process, in PCI bus order, as ``((major, minor),
+    uuid)`` (``uuid`` ``None`` where NVML would not tell it); ``None`` when the driver is
+    not loaded, ``_UNSETTLED`` when NVML cannot answer.
+
+    NVML's answer does not depend on ``CUDA_VISIBLE_DEVICES`` (CUDA applies that on top,
+    as :func:`_choose` does), only on the host and on what this process may open; so it is
+    kept in megaplug's cache directory under :func:`host_key` and read back without
+    loading NVML, whose initialisation (~25 ms) every rank of every launch paid before.
+    """
+    key = host_key()
+    if key is None:
+        return _nvml_devices_now()
+    from . import _discovery
+
+    def compute() -> dict[str, Any]:
+        found = _nvml_devices_now()
+        if not isinstance(found, list):
+            raise _NotKept(found)
+        return {"key": key, "devices": [{"major": major, "minor": minor, "uuid": uuid}
+                                        for (major, minor), uuid in found]}
+
+    # a file per key, the last few kept per host: nodes sharing a home directory, and the
+    # cgroups of one node, do not overwrite one another's answer
+    host = _discovery.digest([os.uname().nodename])
+    try:
+        kept = _discovery.cached(f"device-capability-{host}", _discovery.digest([key]), compute,
+                                 shape={"key": str, "devices": _DEVICES_SHAPE}, per_key=True,
+                                 accept=lambda stored: _usable(stored, key))
+    except _NotKept as unsettled:
+        return unsettled.args[0]
+    return [((row["major"], row["minor"]), row["uuid"]) for row in kept["devices"]]
+
+
+class _NotKept(Exception):
+    """NVML gave no device list (driver not loaded, an error): nothing to keep."""
+
+
+#: The shape of a kept device list (a tampered or foreign file is not used).
+_DEVICES_SHAPE = [{"major": int, "minor": int, "uuid": (str, None)}]
+
+
+def _usable(stored: dict[str, Any], key: str) -> bool:
+    """A kept answer is used only for its exact key (not merely its digest's) and only if
+    it holds capabilities that can be."""
+    return stored["key"] == key and all(
+        0 < row["major"] < 1000 and 0 <= row["minor"] < 1000 for row in stored["devices"])
+
+
+#: Where :func:`host_key` reads the host's state (tests point it at a fake tree).
+HOST_ROOT = "/"
+
+
+def host_key() -> str | None:
+    """What decides NVML's device list for this process, read from a few small files:
+    the boot (``/proc/sys/kernel/random/boot_id``: a reboot, a swapped GPU), the driver's
+    version, the GPUs the driver lists (``/proc/driver/nvidia/gpus``: a container or
+    cgroup shows only its own), the container's ``NVIDIA_VISIBLE_DEVICES``, the user and
+    the process's cgroups (which GPUs it may open). ``None`` where any of the first three
+    cannot be read (WSL, Windows, an unusual driver): NVML is then asked every time."""
+    proc = os.path.join(HOST_ROOT, "proc")
+    boot = _small_file(os.path.join(proc, "sys", "kernel", "random", "boot_id"))
+    driver = (_small_file(os.path.join(proc, "driver", "nvidia", "version"))
+              or _small_file(os.path.join(HOST_ROOT, "sys", "module", "nvidia", "version")))
+    try:
+        gpus = sorted(os.listdir(os.path.join(proc, "driver", "nvidia", "gpus")))
+    except OSError:
+        return None
+    if not boot or not driver:
+        return None
+    getuid = getattr(os, "getuid", None)
+    return "\n".join([
+        "nvml devices 1", boot.strip(), driver.strip(), " ".join(gpus),
+        f"NVIDIA_VISIBLE_DEVICES={os.environ.get('NVIDIA_VISIBLE_DEVICES')}",
+        f"uid={getuid() if getuid else None}",
+        (_small_file(os.path.join(proc, "self", "cgroup")) or "").strip()])
+
+
+def _small_file(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read(4096)
+    except OSError:
+        return None
+
+
+def _nvml_devices_now() -> Any:
+    """:func:`host_devices` from NVML itself."""
     nvml = open_nvml()
     if nvml is None:
         return None if sys.platform == "win32" else _UNSETTLED  # Windows: no driver
@@ -318,26 +412,25 @@ def _nvml_capability(first: str, pci_bus_order: bool) -> Any:
     if status != _NVML_SUCCESS:
         return _UNSETTLED
     try:
-        devices = _nvml_devices(nvml, want_uuids=first.startswith("GPU-"))
+        devices = _nvml_devices(nvml)
     except AttributeError:  # a driver too old for one of the calls
         return _UNSETTLED
     finally:
         nvml.nvmlShutdown()
-    if devices is None:
-        return _UNSETTLED
-    return _choose(devices, first, pci_bus_order)
+    return _UNSETTLED if devices is None else devices
 
 
-def _nvml_devices(nvml: Any, want_uuids: bool) -> list[tuple[tuple[int, int], str]] | None:
+def _nvml_devices(nvml: Any) -> list[tuple[tuple[int, int], str | None]] | None:
     """Every GPU NVML sees, in PCI bus order, as ``((major, minor), uuid)``; ``None`` when a
-    call fails."""
+    call fails (a failing UUID only leaves it ``None``: it matters only to a
+    ``CUDA_VISIBLE_DEVICES`` naming a UUID)."""
     import ctypes
 
     count = ctypes.c_uint(0)
     # pointer() rather than byref(): the same to NVML, and a test double can write through it
     if nvml.nvmlDeviceGetCount_v2(ctypes.pointer(count)) != _NVML_SUCCESS:
         return None
-    devices = []
+    devices: list[tuple[tuple[int, int], str | None]] = []
     for index in range(count.value):
         handle = ctypes.c_void_p()
         major, minor = ctypes.c_int(0), ctypes.c_int(0)
@@ -346,18 +439,22 @@ def _nvml_devices(nvml: Any, want_uuids: bool) -> list[tuple[tuple[int, int], st
                 or nvml.nvmlDeviceGetCudaComputeCapability(
                     handle, ctypes.pointer(major), ctypes.pointer(minor)) != _NVML_SUCCESS):
             return None
-        uuid = ""
-        if want_uuids:
-            buffer = ctypes.create_string_buffer(_NVML_UUID_LENGTH)
-            if nvml.nvmlDeviceGetUUID(handle, buffer, ctypes.c_uint(_NVML_UUID_LENGTH)) \
-                    != _NVML_SUCCESS:
-                return None
-            uuid = buffer.value.decode("ascii", "replace")
-        devices.append(((major.value, minor.value), uuid))
+        devices.append(((major.value, minor.value), _nvml_uuid(nvml, handle)))
     return devices
 
 
-def _choose(devices: list[tuple[tuple[int, int], str]], first: str,
+def _nvml_uuid(nvml: Any, handle: Any) -> str | None:
+    import ctypes
+
+    buffer = ctypes.create_string_buffer(_NVML_UUID_LENGTH)
+    try:
+        status = nvml.nvmlDeviceGetUUID(handle, buffer, ctypes.c_uint(_NVML_UUID_LENGTH))
+    except AttributeError:
+        return None
+    return buffer.value.decode("ascii", "replace") if status == _NVML_SUCCESS else None
+
+
+def _choose(devices: list[tuple[tuple[int, int], str | None]], first: str,
             pci_bus_order: bool) -> Any:
     """The capability of the device CUDA would number 0, given the first visible entry."""
     if not devices:
@@ -371,7 +468,10 @@ def _choose(devices: list[tuple[tuple[int, int], str]], first: str,
             return devices[index][0]
     elif first.startswith("GPU-"):
         # CUDA accepts any unambiguous prefix of a UUID
-        matches = [capability for capability, uuid in devices if uuid.startswith(first)]
+        if any(uuid is None for _, uuid in devices):
+            return _UNSETTLED  # NVML would not tell every UUID
+        matches = [capability for capability, uuid in devices
+                   if uuid is not None and uuid.startswith(first)]
         return matches[0] if len(matches) == 1 else None
     # CUDA's default order puts the fastest GPU first, which NVML does not tell; a MIG
     # instance's parent is not worth the extra calls. Either is certain only when every GPU

@@ -7,7 +7,6 @@ through the real ``ctypes.CDLL``. The real driver path is checked on a GPU node.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shutil
 import subprocess
@@ -20,64 +19,16 @@ import pytest
 import megaplug
 from megaplug import _target
 
-H100 = (9, 0)
-A100 = (8, 0)
-A6000 = (8, 6)
-
-
-class FakeNVML:
-    """NVML's C functions as ctypes would call them: status codes, out-parameters."""
-
-    def __init__(self, devices=(), init_status=0, failing=(), missing=()):
-        self.devices = list(devices)  # [((major, minor), uuid)] in PCI bus order
-        self.init_status = init_status
-        self.failing = dict(failing)  # function name -> status it returns
-        self.missing = set(missing)
-        self.calls: list[str] = []
-
-    def __getattribute__(self, name):
-        if name.startswith("nvml") and name in object.__getattribute__(self, "missing"):
-            raise AttributeError(f"undefined symbol: {name}")
-        return object.__getattribute__(self, name)
-
-    def _status(self, name):
-        self.calls.append(name)
-        return self.failing.get(name, 0)
-
-    def nvmlInit_v2(self):
-        self.calls.append("nvmlInit_v2")
-        return self.init_status
-
-    def nvmlShutdown(self):
-        return self._status("nvmlShutdown")
-
-    def nvmlDeviceGetCount_v2(self, count):
-        count.contents.value = len(self.devices)
-        return self._status("nvmlDeviceGetCount_v2")
-
-    def nvmlDeviceGetHandleByIndex_v2(self, index, handle):
-        assert isinstance(index, ctypes.c_uint)
-        handle.contents.value = 0x1000 + index.value
-        return self._status("nvmlDeviceGetHandleByIndex_v2")
-
-    def nvmlDeviceGetCudaComputeCapability(self, handle, major, minor):
-        (major.contents.value, minor.contents.value), _ = self.devices[handle.value - 0x1000]
-        return self._status("nvmlDeviceGetCudaComputeCapability")
-
-    def nvmlDeviceGetUUID(self, handle, buffer, length):
-        _, uuid = self.devices[handle.value - 0x1000]
-        assert len(uuid) < length.value
-        buffer.value = uuid.encode()
-        return self._status("nvmlDeviceGetUUID")
-
-
-def devices(*capabilities):
-    return [(capability, f"GPU-{index:x}{index:x}0c1e5f-{index}") for index, capability
-            in enumerate(capabilities)]
+from nvml_support import A100, A6000, H100, FakeNVML, devices
 
 
 @pytest.fixture(autouse=True)
-def fresh_memo():
+def fresh_memo(monkeypatch, tmp_path):
+    """No memo, and no host whose NVML answer could be kept: these tests ask NVML each time
+    (a fake NVML's answer must never land in a real host's cache; test_target_cache.py
+    covers keeping it)."""
+    monkeypatch.setattr(_target, "HOST_ROOT", str(tmp_path / "no-host"))
+    monkeypatch.setenv("MEGAPLUG_CACHE_DIR", str(tmp_path / "cache"))
     _target.forget_device_capability()
     yield
     _target.forget_device_capability()
@@ -157,7 +108,8 @@ def test_every_gpu_of_one_generation_answers_without_torch(driver, no_torch_plea
     assert _target.local_device_capability({}) == H100
     assert nvml.calls[0] == "nvmlInit_v2" and nvml.calls[-1] == "nvmlShutdown"
     assert nvml.calls.count("nvmlDeviceGetCudaComputeCapability") == 8
-    assert "nvmlDeviceGetUUID" not in nvml.calls
+    # each UUID too: the device list is what a host keeps, for any CUDA_VISIBLE_DEVICES
+    assert nvml.calls.count("nvmlDeviceGetUUID") == 8
 
 
 @pytest.mark.parametrize("visible", ["3", "7", "0,1", "MIG-4f1b2c3d-aaaa-bbbb"])
