@@ -181,8 +181,8 @@ def validate_args(
 
 def _as_megaplug_values(values: Mapping[str, Any], kernel: Kernel) -> dict[str, Any]:
     """Megatron's value types (its enum members, torch dtypes) as megaplug's stand-ins."""
-    return {key: from_native(value, lambda: _declared_enum_types(kernel))
-            for key, value in values.items()}
+    stand_in_for = _StandIns(kernel)
+    return {key: from_native(value, stand_in_for) for key, value in values.items()}
 
 
 def _write_back(args: argparse.Namespace, resolved: Any, state: NamespaceState,
@@ -235,10 +235,32 @@ def _target_with_preflight_switch(target: TargetEnvironment | None, env: Mapping
     return target.with_environ(_with_preflight_switch(base, preflight))
 
 
-def _declared_enum_types(kernel: Kernel) -> list[type]:
-    from ._checkpoint import declared_enum_types  # only when a foreign enum is met
+class _StandIns:
+    """The stand-in for a foreign enum class, by the Megatron path its stand-in declares.
 
-    return declared_enum_types(kernel)
+    Most enum values met are megaplug's own (a plugin's enum with no Megatron
+    counterpart): those are told by their package, without looking for the declared enum
+    types (every spec's default and choices, every plugin module's enums), which is done
+    once and only when a class from elsewhere is met."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self.own = {"megaplug", *(getattr(record.module, "__name__", "").partition(".")[0]
+                                  for record in kernel.plugins.records.values()
+                                  if record.module is not None)}
+        self.by_path: dict[str, type] | None = None
+
+    def __call__(self, enum_class: type) -> type | None:
+        if enum_class.__module__.partition(".")[0] in self.own:
+            return None  # a stand-in itself
+        if self.by_path is None:
+            from ._checkpoint import declared_enum_types  # only when a foreign enum is met
+
+            self.by_path = {}
+            for stand_in in declared_enum_types(self.kernel):
+                self.by_path.setdefault(getattr(stand_in, "__megatron_type__", None) or "",
+                                        stand_in)
+        return self.by_path.get(f"{enum_class.__module__}:{enum_class.__qualname__}")
 
 
 def _provenance_for(values: Mapping[str, Any], state: NamespaceState,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 import importlib
-from typing import Any
+from typing import Any, Callable
 
 from .._values import TorchDType
 
@@ -53,19 +53,16 @@ def to_native(value: Any) -> Any:
     return value
 
 
-def from_native(value: Any, stand_ins: Any) -> Any:
+def from_native(value: Any, stand_in_for: Callable[[type], type | None]) -> Any:
     """The inverse of :func:`to_native` for enums: a Megatron enum member (set on a namespace
     by its caller, or read from a checkpoint) becomes the stand-in that megaplug's plugins
-    compare with. ``stand_ins()`` returns the candidate stand-in classes; it is called only
-    when a foreign enum is met."""
+    compare with. ``stand_in_for(enum_class)`` gives the stand-in class for an enum class
+    that declares no counterpart (``None``: none, the value stays)."""
     if isinstance(value, enum.Enum) and getattr(type(value), "__megatron_type__", None) is None:
-        path = f"{type(value).__module__}:{type(value).__qualname__}"
-        for stand_in in stand_ins():
-            if getattr(stand_in, "__megatron_type__", None) == path:
-                return stand_in[value.name]
-        return value
+        stand_in = stand_in_for(type(value))
+        return value if stand_in is None else stand_in[value.name]
     if isinstance(value, list):
-        return [from_native(item, stand_ins) for item in value]
+        return [from_native(item, stand_in_for) for item in value]
     if isinstance(value, tuple):
-        return tuple(from_native(item, stand_ins) for item in value)
+        return tuple(from_native(item, stand_in_for) for item in value)
     return value
