@@ -26,16 +26,13 @@ from ._facade import (
     resolution_warnings,
     validate_args,
 )
-from ._helpers import (
-    compress_ratios_type,
-    la_freq_type,
-    moe_freq_type,
-    no_rope_freq_type,
-    tuple_type,
-    validate_model_config_args_from_heterogeneous_config,
-)
-from ._switch import install
 from .._errors import Problem
+
+#: Exports imported when first used: a resolve needs neither the switch (and its
+#: ``runpy``) nor the ``type=`` helpers Megatron's own parser code calls.
+_LAZY = {"install": "._switch", **dict.fromkeys((
+    "compress_ratios_type", "la_freq_type", "moe_freq_type", "no_rope_freq_type",
+    "tuple_type", "validate_model_config_args_from_heterogeneous_config"), "._helpers")}
 
 #: Megatron's ``_add_*_args`` group adders, by name: ``from megaplug.megatron import
 #: _add_tokenizer_args`` gives the one that adds Megatron's tokenizer flags.
@@ -45,6 +42,12 @@ GROUP_ADDERS: tuple[str, ...] = tuple(sorted(_arguments.ADDER_DESTS))
 def __getattr__(name: str) -> object:
     if name in GROUP_ADDERS:
         return getattr(_arguments, name)
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
