@@ -62,3 +62,12 @@ def test_an_enum_nobody_stands_in_for_is_kept_as_it_is():
     args = parse_args(argv=BASE, environ=ENV)
     args.not_a_setting_colour = Colour.red
     assert validated(args).not_a_setting_colour is Colour.red
+
+
+def test_without_a_megatron_enum_the_declared_enum_types_are_not_gathered(monkeypatch):
+    from megaplug import _checkpoint
+
+    monkeypatch.setattr(_checkpoint, "declared_enum_types",
+                        lambda kernel: pytest.fail("gathered the declared enum types"))
+    args = parse_args(argv=BASE, environ=ENV)
+    assert validated(args).exit_signal.name == "SIGTERM"  # signal.Signals: not Megatron's
