@@ -79,7 +79,22 @@ def installed_fingerprint() -> str:
     one, of its ``METADATA`` (``PKG-INFO``); a zip or other file on ``sys.path`` by its own
     stat. A directory without distributions adds nothing, so the script's directory (or
     the working directory under ``python -m``) does not split the cache between ways of
-    starting Python."""
+    starting Python.
+
+    Computed once per process for a given ``sys.path`` (every cached answer's key starts
+    with it, and the entry points are read once per process too); :func:`forget` drops it.
+    """
+    global _FINGERPRINT
+    key = tuple(entry for entry in sys.path if isinstance(entry, str))
+    if _FINGERPRINT is None or _FINGERPRINT[0] != key:
+        _FINGERPRINT = (key, _installed_fingerprint())
+    return _FINGERPRINT[1]
+
+
+_FINGERPRINT: tuple[tuple[str, ...], str] | None = None
+
+
+def _installed_fingerprint() -> str:
     parts = [sys.version, str(_CACHE_VERSION)]
     for entry in sys.path:
         if not isinstance(entry, str):
@@ -257,9 +272,9 @@ def entry_points() -> list[EntryPointInfo]:
 
 
 def forget() -> None:
-    """Drop the in-process memo (tests that install or fake distributions)."""
-    global _MEMO
-    _MEMO = None
+    """Drop the in-process memos (tests that install or fake distributions)."""
+    global _MEMO, _FINGERPRINT
+    _MEMO = _FINGERPRINT = None
 
 
 # -- a cache for facts derived from the plugins' code (``megaplug list``) -----------------
