@@ -110,14 +110,23 @@ def encode(table: FlagTable, inactive: dict[str, list[FlagSpec]], packages: set[
            ) -> dict[str, Any]:
     """``table`` and the inactive plugins' specs as JSON, or :class:`Unstorable` (also for
     a reference outside ``packages``, which :func:`decode` would refuse)."""
+    references: dict[tuple[int, bool], dict[str, str]] = {}
+
+    def reference(target: Any, imported_ok: bool = False) -> dict[str, str]:
+        # one converter or enum serves many specs: each is named and checked once
+        key = (id(target), imported_ok)
+        if key not in references:
+            references[key] = _reference(target, packages, imported_ok)
+        return references[key]
+
     def spec(one: FlagSpec) -> list[Any]:
-        return _encode_spec(one, packages)
+        return _encode_spec(one, reference)
 
     return {
         "specs": [spec(one) for one in table],
         "inactive": {name: [spec(one) for one in specs] for name, specs in inactive.items()},
         "options_classes": {plugin: {"ref": cls} if isinstance(cls, str)  # not yet imported
-                            else _reference(cls, packages)
+                            else reference(cls)
                             for plugin, cls in table.options_classes.items()},
         "mutex_groups": [list(group) for group in table.mutex_groups],
     }
@@ -149,13 +158,19 @@ def decode(data: dict[str, Any], packages: set[str]
 # -- specs ---------------------------------------------------------------------------------
 
 
-def _encode_spec(spec: FlagSpec, packages: set[str]) -> list[Any]:
+_TYPE, _DEFAULT, _CHOICES, _CONST, _OPTION_STRINGS, _DEPRECATED_SPELLINGS = map(
+    _FIELDS.index, ("type", "default", "choices", "const", "option_strings",
+                    "deprecated_spellings"))
+
+
+def _encode_spec(spec: FlagSpec, reference: Callable[..., dict[str, str]]) -> list[Any]:
     row = [getattr(spec, name) for name in _FIELDS]
-    row[_FIELDS.index("type")] = _encode_type(spec.type, packages)
-    for name in ("default", "choices", "const"):
-        row[_FIELDS.index(name)] = _encode_value(getattr(spec, name), packages)
-    for name in ("option_strings", "deprecated_spellings"):
-        row[_FIELDS.index(name)] = list(getattr(spec, name))
+    row[_TYPE] = _encode_type(spec.type, reference)
+    row[_DEFAULT] = _encode_value(spec.default, reference)
+    row[_CHOICES] = _encode_value(spec.choices, reference)
+    row[_CONST] = _encode_value(spec.const, reference)
+    row[_OPTION_STRINGS] = list(spec.option_strings)
+    row[_DEPRECATED_SPELLINGS] = list(spec.deprecated_spellings)
     return row
 
 
@@ -207,15 +222,15 @@ def _reference(target: Any, packages: set[str], imported_ok: bool = False) -> di
     return {"ref": reference}
 
 
-def _encode_type(converter: Any, packages: set[str]) -> Any:
+def _encode_type(converter: Any, reference: Callable[..., dict[str, str]]) -> Any:
     if converter is None:
         return None
     if converter in (int, float, str, bool):
         return {"builtin": converter.__name__}
     enum_class = getattr(converter, "__megaplug_enum__", None)
     if enum_class is not None:
-        return {"enum_by_name": _reference(enum_class, packages, imported_ok=True)["ref"]}
-    return _reference(converter, packages)
+        return {"enum_by_name": reference(enum_class, True)["ref"]}
+    return reference(converter)
 
 
 def _decode_type(stored: Any, packages: set[str]) -> Any:
@@ -236,18 +251,17 @@ def _decode_type(stored: Any, packages: set[str]) -> Any:
     raise ValueError(f"not a type: {stored!r}")
 
 
-def _encode_value(value: Any, packages: set[str]) -> Any:
+def _encode_value(value: Any, reference: Callable[..., dict[str, str]]) -> Any:
     if value is None or type(value) in (bool, int, str):  # not a str or int subclass
         return value
     if type(value) is float:
         return value if math.isfinite(value) else {"float": repr(value)}
     if type(value) is list:
-        return [_encode_value(item, packages) for item in value]
+        return [_encode_value(item, reference) for item in value]
     if type(value) is tuple:
-        return {"tuple": [_encode_value(item, packages) for item in value]}
+        return {"tuple": [_encode_value(item, reference) for item in value]}
     if isinstance(value, enum.Enum):
-        return {"enum": _reference(type(value), packages, imported_ok=True)["ref"],
-                "name": value.name}
+        return {"enum": reference(type(value), True)["ref"], "name": value.name}
     raise Unstorable(repr(value))
 
 
