@@ -532,9 +532,14 @@ FACADE = textwrap.dedent("""
                                    args_defaults=data["args_defaults"], target=target,
                                    torch_types=sys.argv[2] == "torch")
     print(json.dumps({"torch_imported": "torch" in sys.modules,
+                      "megatron_core_imported": "megatron.core" in sys.modules,
                       "params_dtype_type": type(args.params_dtype).__module__ + "."
                                            + type(args.params_dtype).__name__}))
 """)
+#: The facade with torch dtypes in a process that imported torch first: what the dtypes
+#: cost once torch is there (megaplug's conversion, and megatron.core's enums and
+#: registration where Megatron is installed), apart from torch's own import.
+TORCH_FIRST = "import torch\n" + FACADE
 
 
 def bench_torch_types(repeat: int) -> None:
@@ -545,28 +550,42 @@ def bench_torch_types(repeat: int) -> None:
         facade.write_text(FACADE)
         data_file = directory / "case.json"
         data_file.write_text(json.dumps(case(CONFIGS["dense GPT"])))
+        torch_first = directory / "torch_first.py"
+        torch_first.write_text(TORCH_FIRST)
         runs = {
             "import torch": [sys.executable, "-c", "import torch"],
             "facade, plain dtypes": [sys.executable, str(facade), str(data_file), "plain"],
             "facade, torch dtypes": [sys.executable, str(facade), str(data_file), "torch"],
+            "import torch; facade, plain": [sys.executable, str(torch_first), str(data_file),
+                                            "plain"],
+            "import torch; facade, torch": [sys.executable, str(torch_first), str(data_file),
+                                            "torch"],
         }
         for mode in ("plain", "torch"):
             out = subprocess.run(runs[f"facade, {mode} dtypes"], capture_output=True, text=True,
                                  env=_with_bytecode(None), check=True).stdout
             facts = json.loads(out)
             print(f"  {mode} dtypes: torch imported {facts['torch_imported']}, "
+                  f"megatron.core imported {facts['megatron_core_imported']}, "
                   f"params_dtype is {facts['params_dtype_type']}")
             target(f"facade with {mode} dtypes imports torch only if asked",
                    f"torch imported: {facts['torch_imported']}",
                    facts["torch_imported"] is (mode == "torch"))
         samples = interleaved(runs, repeat)
     for name, values in samples.items():
-        print(f"    {name:<22} {stats(values)}")
+        print(f"    {name:<28} {stats(values)}")
     extra = (statistics.median(samples["facade, torch dtypes"])
              - statistics.median(samples["facade, plain dtypes"])
              - statistics.median(samples["import torch"]))
     target("torch dtypes add <= 25 ms beyond importing torch", f"{extra * 1e3:+.1f} ms",
            extra <= 0.025)
+    # both sides in processes that imported torch first: what remains is the dtypes' own
+    # cost (and megatron.core's enums and registration, where Megatron is installed)
+    after_torch = (statistics.median(samples["import torch; facade, torch"])
+                   - statistics.median(samples["import torch; facade, plain"]))
+    target("torch dtypes, torch already imported: beyond plain dtypes",
+           f"{after_torch * 1e3:+.1f} ms (megatron.core imported: "
+           f"{facts['megatron_core_imported']})", None)
 
 
 def main() -> int:
