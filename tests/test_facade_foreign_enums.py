@@ -65,7 +65,7 @@ def test_an_enum_nobody_stands_in_for_is_kept_as_it_is():
 
 
 def test_without_a_megatron_enum_the_declared_enum_types_are_not_gathered(monkeypatch):
-    from megaplug import _checkpoint
+    from megaplug.megatron import _checkpoint
 
     monkeypatch.setattr(_checkpoint, "declared_enum_types",
                         lambda kernel: pytest.fail("gathered the declared enum types"))

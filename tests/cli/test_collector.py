@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from megaplug._cli import main
+from megaplug.cli import main
 
 
 @pytest.fixture
@@ -59,7 +59,7 @@ def test_a_failing_command_gives_the_collector_back_too(toy_env, collector_resto
 def test_the_process_command_leaves_it_off_until_exit(toy_env):
     code = textwrap.dedent("""
         import contextlib, gc, io, sys
-        from megaplug._cli import main
+        from megaplug.cli import main
         sys.argv = ["megaplug", "list"]
         with contextlib.redirect_stdout(io.StringIO()):
             code = main()
