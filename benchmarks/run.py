@@ -619,7 +619,10 @@ def main() -> int:
         table = "\n".join(lines) + "\n"
         path = Path(options.write)
         text = path.read_text() if path.exists() else ""
-        path.write_text(text.split("<!-- results -->")[0] + "<!-- results -->\n" + table)
+        # between the markers: what follows the end marker (other machines' runs) stays
+        head, _, rest = text.partition("<!-- results -->")
+        tail = rest.partition("<!-- /results -->")[2] if "<!-- /results -->" in rest else ""
+        path.write_text(f"{head}<!-- results -->\n{table}<!-- /results -->{tail}")
     return 0 if not failed else 1
 
 
