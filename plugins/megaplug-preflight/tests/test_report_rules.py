@@ -5,6 +5,8 @@ cofactors (never a search as long as the number)."""
 
 from __future__ import annotations
 
+import enum
+
 import pytest
 from preflight_launches import problems
 
@@ -47,3 +49,43 @@ def test_no_rope_period_hint_lists_the_layer_count_divisors():
     assert [(p.message.removesuffix(AT_MODEL_BUILD), tuple(p.flags), p.hint) for p in found] == [
         ("--no-rope-freq 5 does not divide --num-layers 12", ("--no-rope-freq", "--num-layers"),
          "use a period that divides 12: 1, 2, 3, 4, 6 or 12")]
+
+
+class _Draft:
+    """The two things ``shown`` asks of a draft: a setting's value and its spelling."""
+
+    def __init__(self, values: dict) -> None:
+        self.values = values
+
+    def get(self, dest: str, default: object = None) -> object:
+        return self.values.get(dest, default)
+
+    def spelling(self, dest: str) -> str:
+        return "--" + dest.replace("_", "-")
+
+
+class _Granularity(enum.Enum):
+    full = 1
+    selective = 2
+
+
+@pytest.mark.parametrize("value, expected", [
+    (4, "--setting 4"),
+    ("p2p", "--setting p2p"),
+    (True, "--setting"),
+    ([1, 2, 4], "--setting 1 2 4"),
+    (("a2a", "p2p"), "--setting a2a p2p"),
+    (_Granularity.selective, "--setting selective"),
+    ([_Granularity.full, _Granularity.selective], "--setting full selective"),
+])
+def test_a_flag_is_shown_as_written_with_its_values_by_name(value, expected):
+    from megaplug_preflight._report import shown
+
+    assert shown(_Draft({"setting": value}), "setting") == expected
+    assert shown(_Draft({}), "setting", value) == expected
+
+
+def test_no_words_for_no_items():
+    from megaplug_preflight._report import spoken
+
+    assert (spoken([]), spoken([3]), spoken([1, 2])) == ("", "3", "1 or 2")
