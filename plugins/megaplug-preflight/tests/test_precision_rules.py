@@ -53,3 +53,14 @@ def edge_problem(end: str, count: int, per_stage: int) -> tuple:
 ])
 def test_precision_rule_whole(argv: list[str], expected: list[tuple]) -> None:
     assert whole(argv) == expected
+
+
+def test_edge_layer_counts_are_not_held_against_an_unknown_stage_size():
+    # the model plugin blocked: no plugin declares --num-layers, so a stage's size is unknown
+    # and there is nothing to hold the BF16 edge layers against (not a stage of 0 layers)
+    argv = ["-p", "no:model", "--micro-batch-size", "2", "--train-iters", "10", "--lr", "1e-4",
+            "--seq-length", "128", *EDGES, "--num-layers-at-start-in-bf16", "1"]
+    try:
+        megaplug.resolve(argv, environ=dict(ENVIRON), target=target())
+    except megaplug.ConfigError as error:
+        assert [str(p) for p in error.problems if p.plugin == "preflight"] == []

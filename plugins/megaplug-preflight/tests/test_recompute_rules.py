@@ -113,3 +113,26 @@ def test_without_the_parallel_plugin_cpu_offloading_has_one_pipeline_stage():
             "(--recompute-granularity selective)",
             ("--cpu-offloading-num-layers", "--recompute-granularity"),
             "drop the recomputation flags, or CPU offloading")]
+
+
+#: A launch with the model plugin blocked: no plugin declares --num-layers, so a stage's
+#: layer count is unknown.
+NO_MODEL = ["-p", "no:model", "--micro-batch-size", "2", "--train-iters", "10", "--lr", "1e-4",
+            "--seq-length", "128"]
+
+
+def _preflight_problems(argv: list[str]) -> list[tuple]:
+    try:
+        megaplug.resolve(argv, environ=dict(ENVIRON), target=target())
+    except megaplug.ConfigError as error:
+        return [(p.message, tuple(p.flags), p.hint) for p in error.problems
+                if p.plugin == "preflight"]
+    return []
+
+
+def test_full_recompute_without_a_count_while_the_layer_count_is_unknown():
+    [(message, flags, hint)] = _preflight_problems([*NO_MODEL, "--recompute-granularity", "full",
+                                                     "--recompute-method", "uniform"])
+    assert message.startswith("--recompute-granularity full needs --recompute-num-layers")
+    assert flags == ("--recompute-granularity", "--recompute-num-layers")
+    assert hint == "add --recompute-num-layers N, N 1 or more"

@@ -203,9 +203,13 @@ def whole_layer_cuda_graph(config: Draft) -> bool:
         config)
 
 
-def layers_per_pipeline_stage(config: Draft) -> int:
-    """``num_layers // pipeline_model_parallel_size``, as Megatron computes it."""
-    return (config.get("num_layers") or 0) // max(config.get("pipeline_model_parallel_size", 1), 1)
+def layers_per_pipeline_stage(config: Draft) -> int | None:
+    """``num_layers // pipeline_model_parallel_size``, as Megatron computes it; None while
+    the layer count is unknown (no plugin declares it, or nothing set it)."""
+    layers = config.get("num_layers")
+    if layers is None:
+        return None
+    return layers // max(config.get("pipeline_model_parallel_size", 1), 1)
 
 
 def fp8_on(config: Draft) -> bool:

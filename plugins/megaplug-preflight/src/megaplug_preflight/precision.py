@@ -26,6 +26,8 @@ def bf16_edge_layer_counts_fit_a_stage(config: Draft) -> None:
     if not (view.fp8_on(config) and config.get("first_last_layers_bf16")):
         return
     per_stage = view.layers_per_pipeline_stage(config)
+    if per_stage is None:
+        return  # a stage's size is unknown: nothing to hold the counts against
     for dest in ("num_layers_at_start_in_bf16", "num_layers_at_end_in_bf16"):
         count = config.get(dest, 1)
         if count is not None and not 0 <= count <= per_stage:

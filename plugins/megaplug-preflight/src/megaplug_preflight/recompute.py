@@ -74,10 +74,11 @@ def recompute_layer_count(config: Draft) -> None:
         return
     if granularity != "selective" and count is None:
         per_stage = view.layers_per_pipeline_stage(config)
+        count_hint = ("1 or more" if per_stage is None
+                      else f"between 1 and the {per_stage} layers per pipeline stage")
         reject(config, f"{shown(config, 'recompute_granularity')} needs --recompute-num-layers",
                flags=("recompute_granularity", "recompute_num_layers"),
-               hint=f"add --recompute-num-layers N, N between 1 and the {per_stage} layers per "
-                    "pipeline stage")
+               hint=f"add --recompute-num-layers N, N {count_hint}")
     elif granularity == "selective" and count is not None:
         reject(config, f"{shown(config, 'recompute_num_layers')} does not apply to selective "
                        "recomputation",
