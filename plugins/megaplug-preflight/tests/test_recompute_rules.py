@@ -136,3 +136,39 @@ def test_full_recompute_without_a_count_while_the_layer_count_is_unknown():
     assert message.startswith("--recompute-granularity full needs --recompute-num-layers")
     assert flags == ("--recompute-granularity", "--recompute-num-layers")
     assert hint == "add --recompute-num-layers N, N 1 or more"
+
+
+GRANULARITY_NOT_KNOWN = ("--recompute-granularity bogus must be full or selective",
+                         ("--recompute-granularity",), "use full or selective")
+METHOD_NOT_KNOWN = ("--recompute-method sideways must be block or uniform",
+                    ("--recompute-method",), "use block or uniform")
+
+
+@pytest.mark.parametrize("granularity, method, count, expected", [
+    ("bogus", "sideways", 1, [GRANULARITY_NOT_KNOWN, METHOD_NOT_KNOWN]),
+    ("full", "sideways", 1, [METHOD_NOT_KNOWN]),
+    ("bogus", None, 1, [GRANULARITY_NOT_KNOWN,
+                        ("--recompute-granularity bogus needs --recompute-method block or "
+                         "uniform", ("--recompute-granularity", "--recompute-method"),
+                         "add --recompute-method uniform (or block)")]),
+    ("full", "uniform", 1, []),
+    ("full", "block", 1, []),
+    ("selective", None, None, []),
+])
+def test_values_megatron_code_sets_on_the_namespace(granularity, method, count, expected):
+    # the flags' choices hold what a command line, file or default may say; Megatron code
+    # may still set any value on the namespace before validate_args
+    from megaplug.megatron import ConfigError, parse_args, validate_args
+
+    args = parse_args(argv=[*DENSE])
+    args.recompute_granularity, args.recompute_method = granularity, method
+    args.recompute_num_layers = count
+    try:
+        validate_args(args, {}, environ=dict(ENVIRON), target=target(), preflight=True,
+                      torch_types=False)
+    except ConfigError as error:
+        found = [(p.message.removesuffix(AT_MODEL_BUILD), tuple(p.flags), p.hint)
+                 for p in error.problems]
+    else:
+        found = []
+    assert found == expected
