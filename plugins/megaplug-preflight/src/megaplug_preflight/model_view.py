@@ -204,8 +204,9 @@ def whole_layer_cuda_graph(config: Draft) -> bool:
 
 
 def layers_per_pipeline_stage(config: Draft) -> int | None:
-    """``num_layers // pipeline_model_parallel_size``, as Megatron computes it; None while
-    the layer count is unknown (no plugin declares it, or nothing set it)."""
+    """``num_layers // pipeline_model_parallel_size``, as Megatron computes it.
+
+    None while the layer count is unknown (no plugin declares it, or nothing set it)."""
     layers = config.get("num_layers")
     if layers is None:
         return None
