@@ -118,6 +118,29 @@ def test_unknown_cp_comm_type_is_reported():
     assert resolve(["--cp-comm-type", "p2p", "a2a"]).cp_comm_type == ["p2p", "a2a"]
 
 
+@pytest.mark.parametrize("value, unknown", [("a2a", None), ("a2a+p2p", None), ("p3p", "p3p")])
+def test_one_cp_comm_type_set_bare_by_megatron_code(value, unknown):
+    # TransformerConfig takes one type for every layer as a plain string, and Megatron code
+    # may set it so on the namespace: it is one type, not a list of letters
+    from megaplug.megatron import ConfigError, parse_args, validate_args
+
+    args = parse_args(argv=["--num-layers", "2", "--hidden-size", "64", "--num-attention-heads",
+                            "4", "--seq-length", "32", "--max-position-embeddings", "32",
+                            "--micro-batch-size", "1", "--train-iters", "1", "--lr", "1e-4"],
+                      environ=dict(ENV))
+    args.cp_comm_type = value
+    if value == "a2a+p2p":
+        args.hierarchical_context_parallel_sizes = [1, 1]
+    try:
+        validate_args(args, {}, environ=dict(ENV), torch_types=False, preflight=False)
+    except ConfigError as error:
+        found = [p.message for p in error.problems]
+    else:
+        found = []
+        assert args.cp_comm_type == value
+    assert found == ([f"--cp-comm-type {unknown}: unknown communication type"] if unknown else [])
+
+
 def test_hybrid_context_parallel_is_the_old_name_of_dynamic_cp():
     resolved = resolve(["--hybrid-context-parallel"])
     assert resolved.dynamic_context_parallel is True

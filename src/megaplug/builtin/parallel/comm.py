@@ -36,7 +36,10 @@ def check_tp_comm_overlap(config: Draft) -> None:
 
 def check_cp_comm_type(config: Draft) -> None:
     """Each context-parallel communication type is one that exists."""
-    unknown = [value for value in config.cp_comm_type or [] if value not in CP_COMM_TYPES]
+    types = config.cp_comm_type or []
+    if isinstance(types, str):  # Megatron code may set one type for every layer, bare
+        types = [types]
+    unknown = [value for value in types if value not in CP_COMM_TYPES]
     if unknown:
         config.error(f"--cp-comm-type {' '.join(unknown)}: unknown communication type",
                      flags=("cp_comm_type",), hint="choose from " + ", ".join(CP_COMM_TYPES))
