@@ -7,6 +7,7 @@
     .venv/bin/python scripts/mutation.py --list
     .venv/bin/python scripts/mutation.py moe --again          # the survivors, after new tests
     .venv/bin/python scripts/mutation.py preflight --resume   # go on with a run stopped early
+    .venv/bin/python scripts/mutation.py preflight --again --in-process --modules pipeline.py
 
 Not part of CI: a run takes minutes to an hour on a 2-core machine. The score per plugin
 is recorded in docs/reliability.md ("Mutation testing").
@@ -240,6 +241,71 @@ def judge_again(target: Target, work: Path, python: str, extra_tests: list[str],
     return outcome
 
 
+#: Run in the staging project's ``mutants/`` directory by :func:`judge_in_process`: one
+#: interpreter imports the mutated code once, then runs pytest per mutant with mutmut's
+#: switch (``MUTANT_UNDER_TEST``, which the trampolines read on every call) set to it.
+_IN_PROCESS_JUDGE = """
+import contextlib, io, json, os, sys, time
+import pytest
+names, results, deadline = json.load(open(sys.argv[1])), sys.argv[2], float(sys.argv[3])
+arguments = sys.argv[4:]
+def judge(name):
+    os.environ["MUTANT_UNDER_TEST"] = name
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        return int(pytest.main(arguments))
+if judge("none") != 0:
+    sys.exit("the tests fail without any mutant: nothing can be judged")
+with open(results, "w") as out:
+    for name in names:
+        if time.time() > deadline:
+            break
+        code = judge(name)
+        out.write(json.dumps([name, code]) + "\\n")
+        out.flush()
+        print("killed " if code else "SURVIVED", name, flush=True)
+"""
+
+
+def judge_in_process(target: Target, work: Path, python: str, extra_tests: list[str],
+                     time_limit: float, modules: list[str]) -> tuple[int, bool]:
+    """Judge the survivors of the last run again in one process, without mutmut's runner.
+
+    For a small machine: mutmut forks a worker per mutant and collects which tests call each
+    function first, which for a plugin with a large suite costs more than judging a few
+    hundred survivors with ``pytest -x`` over its tests. Each survivor runs the plugin's
+    whole selection (stopping at the first failure); verdicts go into mutmut's ``.meta``
+    files, so ``--report-only`` and the report count them like a mutmut run's.
+    """
+    copy_tests(target, work, extra_tests, roots=("", "mutants"))
+    for cache in work.rglob("__pycache__"):
+        shutil.rmtree(cache, ignore_errors=True)
+    prefixes = tuple(f"{target.package}.{Path(m).stem}." for m in modules)
+    alive = [name for statuses in collect(work).values()
+             for name, status in statuses.items()
+             if status != "killed" and (not prefixes or name.startswith(prefixes))]
+    if not alive:
+        return 0, False
+    names, results = work / "in-process-names.json", work / "in-process-results.jsonl"
+    names.write_text(json.dumps(alive))
+    arguments = ["-p", "no:cacheprovider", "-x", "-q", "--import-mode=importlib",
+                 "-W", "ignore::DeprecationWarning", *PYTEST_ARGS.get(target.name, ()),
+                 *target.tests, *extra_tests]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(["src", os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run(["nice", python, "-c", _IN_PROCESS_JUDGE, str(names), str(results),
+                           str(time.time() + time_limit), *arguments],
+                          cwd=work / "mutants", env=env)
+    verdicts = dict(json.loads(line) for line in results.read_text().splitlines()) \
+        if results.exists() else {}
+    for meta in (work / "mutants" / "src").rglob("*.py.meta"):
+        data = json.loads(meta.read_text())
+        codes = data["exit_code_by_key"]
+        for name, code in verdicts.items():
+            if name in codes:
+                codes[name] = 0 if code in (0, 5) else 1  # pytest: 0 passed, 5 no tests
+        meta.write_text(json.dumps(data))
+    return done.returncode, len(verdicts) < len(alive)
+
+
 def _exit_codes(work: Path) -> dict[Path, dict[str, int | None]]:
     return {meta: json.loads(meta.read_text())["exit_code_by_key"]
             for meta in (work / "mutants" / "src").rglob("*.py.meta")}
@@ -378,6 +444,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--again", action="store_true",
                         help="judge the mutants the last run left alive again, against the "
                              "tests as they are now (after adding tests to kill them)")
+    parser.add_argument("--in-process", action="store_true",
+                        help="with --again: judge the survivors in one process, pytest per "
+                             "mutant over the plugin's tests (no mutmut runner; for two "
+                             "cores); --modules limits it to those files' mutants")
     parser.add_argument("--resume", action="store_true",
                         help="go on with the last run in the staging directory, judging only "
                              "the mutants it did not reach (a run stopped at its time limit)")
@@ -396,8 +466,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.again:
         if not (work / "pyproject.toml").exists():
             parser.error(f"no earlier run in {work} to judge again")
-        code, timed_out = judge_again(target, work, args.python, args.tests, args.time_limit,
-                                      args.jobs)
+        if args.in_process:
+            code, timed_out = judge_in_process(target, work, args.python, args.tests,
+                                               args.time_limit, args.modules)
+        else:
+            code, timed_out = judge_again(target, work, args.python, args.tests,
+                                          args.time_limit, args.jobs)
     elif args.resume:
         if not (work / "pyproject.toml").exists():
             parser.error(f"no earlier run in {work} to go on with")
