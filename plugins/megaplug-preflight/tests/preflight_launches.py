@@ -44,3 +44,30 @@ def preflight_problems(argv: list[str], **kwargs: Any) -> list[megaplug.Problem]
     others = [str(p) for p in found if p.plugin != "preflight"]
     assert not others, f"the launch is not valid for validate_args: {others}"
     return [p for p in found if p.plugin == "preflight"]
+
+
+#: The ending of every pre-flight problem's message (``_report.reject`` adds it).
+AT_MODEL_BUILD = "; Megatron would raise this when building the model"
+
+
+def every_problem(argv: list[str], packages: dict[str, Any] | None = None, *,
+                  base: list[str] = DENSE, capability: tuple[int, int] | None = (9, 0),
+                  environ: dict[str, str] | None = None,
+                  config_files: tuple[Any, ...] = ()) -> list[tuple]:
+    """Every problem of ``base + argv`` as (plugin, message, flags, hint), each pre-flight
+    message without its common ending (an empty list when the launch resolves)."""
+    try:
+        megaplug.resolve([*base, *argv], environ={**ENVIRON, **(environ or {})},
+                         target=target(packages, capability),
+                         config_files=[str(f) for f in config_files])
+    except megaplug.ConfigError as error:
+        assert all(p.message.endswith(AT_MODEL_BUILD) for p in error.problems
+                   if p.plugin == "preflight")
+        return [(p.plugin, p.message.removesuffix(AT_MODEL_BUILD), tuple(p.flags), p.hint)
+                for p in error.problems]
+    return []
+
+
+def pre(message: str, flags: tuple[str, ...], hint: str) -> tuple:
+    """A pre-flight problem as :func:`every_problem` lists it."""
+    return ("preflight", message, flags, hint)

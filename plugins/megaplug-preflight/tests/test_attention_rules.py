@@ -14,11 +14,19 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from preflight_launches import DENSE, ENVIRON, MLA, MLA_FUSED, target
+from preflight_launches import (
+    AT_MODEL_BUILD,
+    DENSE,
+    ENVIRON,
+    MLA,
+    MLA_FUSED,
+    every_problem as whole,
+    pre,
+    target,
+)
 
 import megaplug
 
-AT_MODEL_BUILD = "; Megatron would raise this when building the model"
 
 GDN = ["--experimental-attention-variant", "gdn", "--linear-attention-freq", "2",
        "--linear-conv-kernel-dim", "4", "--linear-key-head-dim", "16",
@@ -44,18 +52,6 @@ def without(argv: list[str], *dropped: str) -> list[str]:
     return out
 
 
-def whole(argv: list[str], *, capability: tuple[int, int] | None = (9, 0),
-          packages: dict[str, Any] | None = None,
-          environ: dict[str, str] | None = None, base: list[str] = DENSE) -> list[tuple]:
-    """Every problem of ``base + argv`` as (plugin, message, flags, hint)."""
-    try:
-        megaplug.resolve([*base, *argv], environ={**ENVIRON, **(environ or {})},
-                         target=target(packages, capability))
-    except megaplug.ConfigError as error:
-        return [(p.plugin, p.message.removesuffix(AT_MODEL_BUILD), tuple(p.flags), p.hint)
-                for p in error.problems]
-    return []
-
 
 def set_after_parsing(argv: list[str], **values: Any) -> list[tuple]:
     """Every problem of ``DENSE + argv`` parsed by the Megatron facade, ``values`` then set on
@@ -74,9 +70,6 @@ def set_after_parsing(argv: list[str], **values: Any) -> list[tuple]:
                 for p in error.problems]
     return []
 
-
-def pre(message: str, flags: tuple[str, ...], hint: str) -> tuple:
-    return ("preflight", message, flags, hint)
 
 
 GDN_SHAPES_HINT = "set every linear-attention size flag"

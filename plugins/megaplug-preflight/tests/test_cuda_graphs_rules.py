@@ -4,14 +4,11 @@ hint) at the boundary it draws, and the near misses that must pass."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
-from preflight_launches import DENSE, ENVIRON, MOE, target
+from preflight_launches import DENSE, MOE, every_problem as whole, pre
 
-import megaplug
 
-AT_MODEL_BUILD = "; Megatron would raise this when building the model"
 LOCAL = ["--cuda-graph-impl", "local"]
 TE = ["--cuda-graph-impl", "transformer_engine"]
 FULL_ITERATION = ["--cuda-graph-impl", "full_iteration"]
@@ -22,22 +19,6 @@ FULL_RECOMPUTE = ["--recompute-granularity", "full", "--recompute-method", "unif
 FINE = ["--fine-grained-activation-offloading", "--offload-modules"]
 
 
-def whole(argv: list[str], base: list[str] = DENSE, config_files: tuple[Path, ...] = ()
-          ) -> list[tuple]:
-    """Every problem of ``base + argv`` as (plugin, message, flags, hint)."""
-    try:
-        megaplug.resolve([*base, *argv], environ=dict(ENVIRON), target=target(),
-                         config_files=[str(f) for f in config_files])
-    except megaplug.ConfigError as error:
-        assert all(p.message.endswith(AT_MODEL_BUILD) for p in error.problems
-                   if p.plugin == "preflight")
-        return [(p.plugin, p.message.removesuffix(AT_MODEL_BUILD), tuple(p.flags), p.hint)
-                for p in error.problems]
-    return []
-
-
-def pre(message: str, flags: tuple[str, ...], hint: str) -> tuple:
-    return ("preflight", message, flags, hint)
 
 
 def with_cpu_offloading(impl: str) -> tuple:

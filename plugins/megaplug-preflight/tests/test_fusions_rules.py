@@ -10,11 +10,9 @@ read as Megatron's defaults: linear biases on, no GLU offset.
 from __future__ import annotations
 
 import pytest
-from preflight_launches import DENSE, ENVIRON, target
+from preflight_launches import DENSE, every_problem, pre
 
-import megaplug
 
-AT_MODEL_BUILD = "; Megatron would raise this when building the model"
 MOE = ["--num-experts", "8", "--moe-ffn-hidden-size", "256", "--moe-token-dispatcher-type",
        "alltoall", "--expert-model-parallel-size", "2", "--disable-bias-linear"]
 CLAMPED = [*MOE, "--swiglu", "--activation-func-clamp-value"]
@@ -26,17 +24,8 @@ NO_MODEL = ["-p", "no:model", "--micro-batch-size", "2", "--train-iters", "10", 
 def whole(argv: list[str]) -> list[tuple]:
     """Every problem of the launch as (plugin, message, flags, hint), on ``DENSE`` unless the
     model plugin is blocked."""
-    base = [] if argv[:2] == NO_MODEL[:2] else DENSE
-    try:
-        megaplug.resolve([*base, *argv], environ=dict(ENVIRON), target=target())
-    except megaplug.ConfigError as error:
-        return [(p.plugin, p.message.removesuffix(AT_MODEL_BUILD), tuple(p.flags), p.hint)
-                for p in error.problems]
-    return []
+    return every_problem(argv, base=[] if argv[:2] == NO_MODEL[:2] else DENSE)
 
-
-def pre(message: str, flags: tuple[str, ...], hint: str) -> tuple:
-    return ("preflight", message, flags, hint)
 
 
 CASES: list[tuple[str, list[str], list[tuple]]] = [

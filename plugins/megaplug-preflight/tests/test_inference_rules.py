@@ -15,11 +15,9 @@ import sys
 import tempfile
 from pathlib import Path
 import pytest
-from preflight_launches import DENSE, ENVIRON, target
+from preflight_launches import DENSE, every_problem as whole, pre
 
-import megaplug
 
-AT_MODEL_BUILD = "; Megatron would raise this when building the model"
 OPTIMIZED = ["--transformer-impl", "inference_optimized", "--normalization", "RMSNorm"]
 IMPL = "--transformer-impl inference_optimized"
 MOE_EP2 = ["--num-experts", "8", "--moe-ffn-hidden-size", "256", "--moe-token-dispatcher-type",
@@ -35,18 +33,6 @@ NO_MODEL = ["-p", "no:model", "--micro-batch-size", "2", "--train-iters", "10", 
             "--seq-length", "128"]
 
 
-def whole(argv: list[str], *, base: list[str] = DENSE) -> list[tuple]:
-    """Every problem of ``base + argv`` as (plugin, message, flags, hint)."""
-    try:
-        megaplug.resolve([*base, *argv], environ=dict(ENVIRON), target=target())
-    except megaplug.ConfigError as error:
-        return [(p.plugin, p.message.removesuffix(AT_MODEL_BUILD), tuple(p.flags), p.hint)
-                for p in error.problems]
-    return []
-
-
-def pre(message: str, flags: tuple[str, ...], hint: str) -> tuple:
-    return ("preflight", message, flags, hint)
 
 
 NO_BIASES = pre(f"{IMPL} has no linear biases",

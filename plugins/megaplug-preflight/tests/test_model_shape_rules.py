@@ -3,21 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from preflight_launches import DENSE, ENVIRON, target
-
-import megaplug
-
-AT_MODEL_BUILD = "; Megatron would raise this when building the model"
+from preflight_launches import every_problem as whole
 
 
-def whole(argv: list[str]) -> list[tuple]:
-    """Every problem of ``DENSE + argv`` as (plugin, message, flags, hint)."""
-    try:
-        megaplug.resolve([*DENSE, *argv], environ=dict(ENVIRON), target=target())
-    except megaplug.ConfigError as error:
-        return [(p.plugin, p.message.removesuffix(AT_MODEL_BUILD), tuple(p.flags), p.hint)
-                for p in error.problems]
-    return []
+
 
 
 @pytest.mark.parametrize("layers, expected", [

@@ -13,11 +13,9 @@ a full-iteration graph captures whole layers; FP4 is quantized training.
 from __future__ import annotations
 
 import pytest
-from preflight_launches import DENSE, ENVIRON, target
+from preflight_launches import every_problem as whole, pre
 
-import megaplug
 
-AT_MODEL_BUILD = "; Megatron would raise this when building the model"
 MOE = ["--num-experts", "8", "--moe-ffn-hidden-size", "256", "--moe-token-dispatcher-type",
        "alltoall", "--expert-model-parallel-size", "2", "--disable-bias-linear"]
 OPTIMIZED_MOE = [*MOE, "--transformer-impl", "inference_optimized", "--normalization", "RMSNorm",
@@ -27,18 +25,6 @@ BATCH_INVARIANT = ["--batch-invariant-mode", "--attention-backend", "flash",
 SINGLE_GROUPED = [*MOE, "--moe-single-grouped-weight", "--moe-grouped-gemm"]
 
 
-def whole(argv: list[str]) -> list[tuple]:
-    """Every problem of ``DENSE + argv`` as (plugin, message, flags, hint)."""
-    try:
-        megaplug.resolve([*DENSE, *argv], environ=dict(ENVIRON), target=target())
-    except megaplug.ConfigError as error:
-        return [(p.plugin, p.message.removesuffix(AT_MODEL_BUILD), tuple(p.flags), p.hint)
-                for p in error.problems]
-    return []
-
-
-def pre(message: str, flags: tuple[str, ...], hint: str) -> tuple:
-    return ("preflight", message, flags, hint)
 
 
 CASES: list[tuple[str, list[str], list[tuple]]] = [

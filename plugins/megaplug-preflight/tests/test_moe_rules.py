@@ -6,14 +6,11 @@ rejection whole (message, flags, hint), and the near misses that must pass."""
 from __future__ import annotations
 
 import importlib.util
-from typing import Any
 
 import pytest
-from preflight_launches import DENSE, ENVIRON, MOE, target
+from preflight_launches import MOE, every_problem as whole, pre
 
-import megaplug
 
-AT_MODEL_BUILD = "; Megatron would raise this when building the model"
 #: Eight experts over two expert-parallel ranks, with linear biases on (Megatron's default).
 EXPERTS = ["--num-experts", "8", "--moe-ffn-hidden-size", "256", "--expert-model-parallel-size",
            "2", "--moe-token-dispatcher-type", "alltoall"]
@@ -24,20 +21,6 @@ GROUPED = ["--moe-grouped-gemm", "--moe-use-grouped-tensor"]
 FUSER = "--use-transformer-engine-op-fuser"
 
 
-def whole(argv: list[str], packages: dict[str, Any] | None = None) -> list[tuple]:
-    """Every problem of ``DENSE + argv`` as (plugin, message, flags, hint)."""
-    try:
-        megaplug.resolve([*DENSE, *argv], environ=dict(ENVIRON), target=target(packages))
-    except megaplug.ConfigError as error:
-        assert all(p.message.endswith(AT_MODEL_BUILD) for p in error.problems
-                   if p.plugin == "preflight")
-        return [(p.plugin, p.message.removesuffix(AT_MODEL_BUILD), tuple(p.flags), p.hint)
-                for p in error.problems]
-    return []
-
-
-def pre(message: str, flags: tuple[str, ...], hint: str) -> tuple:
-    return ("preflight", message, flags, hint)
 
 
 FFN_WITHOUT_EXPERTS = pre("--moe-ffn-hidden-size 256 is set but --num-experts is not",

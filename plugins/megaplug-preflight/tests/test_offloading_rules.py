@@ -6,11 +6,9 @@ block)."""
 from __future__ import annotations
 
 import pytest
-from preflight_launches import DENSE, ENVIRON, MOE, target
+from preflight_launches import MOE, every_problem as whole, pre
 
-import megaplug
 
-AT_MODEL_BUILD = "; Megatron would raise this when building the model"
 FINE = ["--fine-grained-activation-offloading", "--offload-modules"]
 FUSER = "--use-transformer-engine-op-fuser"
 #: A paged-stash launch that every other rule accepts: HybridEP with a rank capacity factor.
@@ -25,20 +23,6 @@ WHOLE_MOE = ("does not work while whole MoE layers are recomputed (moe in --reco
 WHOLE_MOE_HINT = "remove moe from the recomputed modules, or these from --offload-modules"
 
 
-def whole(argv: list[str]) -> list[tuple]:
-    """Every problem of ``DENSE + argv`` as (plugin, message, flags, hint)."""
-    try:
-        megaplug.resolve([*DENSE, *argv], environ=dict(ENVIRON), target=target())
-    except megaplug.ConfigError as error:
-        assert all(p.message.endswith(AT_MODEL_BUILD) for p in error.problems
-                   if p.plugin == "preflight")
-        return [(p.plugin, p.message.removesuffix(AT_MODEL_BUILD), tuple(p.flags), p.hint)
-                for p in error.problems]
-    return []
-
-
-def pre(message: str, flags: tuple[str, ...], hint: str) -> tuple:
-    return ("preflight", message, flags, hint)
 
 
 def fused_covers(partial: str) -> tuple:

@@ -5,35 +5,17 @@ hint) at the boundary it draws, and the near misses that must pass."""
 
 from __future__ import annotations
 
-from typing import Any
 
 import pytest
-from preflight_launches import CLUSTER, DENSE, ENVIRON, MOE, target
+from preflight_launches import CLUSTER, DENSE, MOE, every_problem as whole, pre
 
-import megaplug
 
-AT_MODEL_BUILD = "; Megatron would raise this when building the model"
 OVERLAP = "--overlap-moe-expert-parallel-comm"
 #: Experts without expert parallelism, for the launches that set it themselves.
 EXPERTS = ["--num-experts", "8", "--moe-ffn-hidden-size", "256", "--disable-bias-linear"]
 EP_OVERLAP = [*MOE, OVERLAP]
 
 
-def whole(argv: list[str], packages: dict[str, Any] | None = None,
-          base: list[str] = DENSE) -> list[tuple]:
-    """Every problem of ``base + argv`` as (plugin, message, flags, hint)."""
-    try:
-        megaplug.resolve([*base, *argv], environ=dict(ENVIRON), target=target(packages))
-    except megaplug.ConfigError as error:
-        assert all(p.message.endswith(AT_MODEL_BUILD) for p in error.problems
-                   if p.plugin == "preflight")
-        return [(p.plugin, p.message.removesuffix(AT_MODEL_BUILD), tuple(p.flags), p.hint)
-                for p in error.problems]
-    return []
-
-
-def pre(message: str, flags: tuple[str, ...], hint: str) -> tuple:
-    return ("preflight", message, flags, hint)
 
 
 def old_torch(found: str) -> tuple:

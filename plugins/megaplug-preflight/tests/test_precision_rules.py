@@ -8,23 +8,13 @@ inclusive); a custom recipe needs its quantizer factory.
 from __future__ import annotations
 
 import pytest
-from preflight_launches import DENSE, ENVIRON, target
+from preflight_launches import ENVIRON, every_problem as whole, target
 
 import megaplug
 
-AT_MODEL_BUILD = "; Megatron would raise this when building the model"
 FP8 = ["--fp8-format", "e4m3", "--fp8-recipe", "tensorwise"]
 EDGES = [*FP8, "--first-last-layers-bf16"]
 
-
-def whole(argv: list[str]) -> list[tuple]:
-    """Every problem of ``DENSE + argv`` as (plugin, message, flags, hint)."""
-    try:
-        megaplug.resolve([*DENSE, *argv], environ=dict(ENVIRON), target=target())
-    except megaplug.ConfigError as error:
-        return [(p.plugin, p.message.removesuffix(AT_MODEL_BUILD), tuple(p.flags), p.hint)
-                for p in error.problems]
-    return []
 
 
 def edge_problem(end: str, count: int, per_stage: int) -> tuple:

@@ -4,34 +4,24 @@ near misses that must pass."""
 
 from __future__ import annotations
 
-from typing import Any
 
 import pytest
-from preflight_launches import DENSE, ENVIRON, MOE, target
+from preflight_launches import (
+    AT_MODEL_BUILD,
+    DENSE,
+    ENVIRON,
+    MOE,
+    every_problem as whole,
+    pre,
+    target,
+)
 
-import megaplug
 
-AT_MODEL_BUILD = "; Megatron would raise this when building the model"
 SELECTIVE = ["--recompute-granularity", "selective", "--recompute-modules"]
 ALL_MODULES = ("core_attn, gdn_norm_out, gdp_in_proj, gdp_qkv, layernorm, mhc, mla_up_proj, mlp, "
                "moe, moe_act, shared_experts")
 
 
-def whole(argv: list[str], packages: dict[str, Any] | None = None,
-          base: list[str] = DENSE) -> list[tuple]:
-    """Every problem of ``base + argv`` as (plugin, message, flags, hint)."""
-    try:
-        megaplug.resolve([*base, *argv], environ=dict(ENVIRON), target=target(packages))
-    except megaplug.ConfigError as error:
-        assert all(p.message.endswith(AT_MODEL_BUILD) for p in error.problems
-                   if p.plugin == "preflight")
-        return [(p.plugin, p.message.removesuffix(AT_MODEL_BUILD), tuple(p.flags), p.hint)
-                for p in error.problems]
-    return []
-
-
-def pre(message: str, flags: tuple[str, ...], hint: str) -> tuple:
-    return ("preflight", message, flags, hint)
 
 
 def offloads_too_many(count: int, layers: int, at_most: int) -> tuple:
@@ -121,18 +111,12 @@ NO_MODEL = ["-p", "no:model", "--micro-batch-size", "2", "--train-iters", "10", 
             "--seq-length", "128"]
 
 
-def _preflight_problems(argv: list[str]) -> list[tuple]:
-    try:
-        megaplug.resolve(argv, environ=dict(ENVIRON), target=target())
-    except megaplug.ConfigError as error:
-        return [(p.message, tuple(p.flags), p.hint) for p in error.problems
-                if p.plugin == "preflight"]
-    return []
-
 
 def test_full_recompute_without_a_count_while_the_layer_count_is_unknown():
-    [(message, flags, hint)] = _preflight_problems([*NO_MODEL, "--recompute-granularity", "full",
-                                                     "--recompute-method", "uniform"])
+    [(_, message, flags, hint)] = [
+        problem for problem in whole([*NO_MODEL, "--recompute-granularity", "full",
+                                      "--recompute-method", "uniform"], base=[])
+        if problem[0] == "preflight"]
     assert message.startswith("--recompute-granularity full needs --recompute-num-layers")
     assert flags == ("--recompute-granularity", "--recompute-num-layers")
     assert hint == "add --recompute-num-layers N, N 1 or more"
