@@ -213,16 +213,16 @@ def bench_resolve_process(repeat: int) -> None:
 def bench_tensor_parallel(repeat: int) -> None:
     print("\n3. dense GPT at TP 4: resolve and explain with --assume* and without (this "
           "machine's GPU and packages are looked up)")
-    from megaplug import _target
+    from megaplug.target import _devices
 
-    driver = [path for path in _target.DRIVER_MARKERS if os.path.exists(path)]
+    driver = [path for path in _devices.DRIVER_MARKERS if os.path.exists(path)]
     if driver:
         bench_nvml(driver)
     else:
         probes = []
         for _ in range(2000):
             started = time.perf_counter()
-            found = _target._device_capability(None, None)
+            found = _devices._device_capability(None, None)
             probes.append(time.perf_counter() - started)
         probe = statistics.median(probes)
         target("no NVIDIA driver: 'no GPU' answered in <= 100 us", f"{probe * 1e6:.1f} us",
@@ -250,23 +250,23 @@ def bench_tensor_parallel(repeat: int) -> None:
 def bench_nvml(driver: list[str]) -> None:
     """Where a driver is loaded: NVML's own answer and its time (what a process without
     the host's kept answer pays), and the kept answer read back."""
-    from megaplug import _target
+    from megaplug.target import _devices
 
     started = time.perf_counter()
-    devices = _target._nvml_devices_now()
+    devices = _devices._nvml_devices_now()
     asked = time.perf_counter() - started
     generations = sorted({capability for capability, _ in devices}) if isinstance(
         devices, list) else devices
     target(f"GPU capability from NVML ({', '.join(driver)} present)",
            f"{generations} in {asked * 1e3:.1f} ms", None)
-    if _target.host_key() is None:
+    if _devices.host_key() is None:
         target("this host's NVML answer kept", "no key (no boot id or driver version)", None)
         return
-    _target.host_devices()  # asks NVML, or finds the answer kept by an earlier process
+    _devices.host_devices()  # asks NVML, or finds the answer kept by an earlier process
     probes = []
     for _ in range(200):
         started = time.perf_counter()
-        kept = _target.host_devices()
+        kept = _devices.host_devices()
         probes.append(time.perf_counter() - started)
     probe = statistics.median(probes)
     target("this host's NVML answer read back in <= 1 ms", f"{probe * 1e3:.2f} ms",

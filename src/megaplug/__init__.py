@@ -33,7 +33,7 @@ _EXPORTS = {
     "Requirement": "._plugins",
     "Resolved": "._config",
     "Rules": "._rules",
-    "TargetEnvironment": "._target",
+    "TargetEnvironment": ".target",
     "TorchDType": "._values",
     "enum_by_name": "._options",
     "float_or_infinity": "._values",
@@ -79,6 +79,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from ._plugins import PluginInfo, Requirement
     from ._rules import Rules
     from ._registry import FlagDeclarations
-    from ._target import TargetEnvironment
+    from .target import TargetEnvironment
     from ._values import TorchDType, float_or_infinity
     from .hookspecs import hookimpl

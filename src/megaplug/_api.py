@@ -10,8 +10,8 @@ from typing import Any, Iterator, Mapping, Sequence
 from ._config import Resolved
 from ._kernel import Kernel
 from ._plugins import PluginSelection, PluginSet
-from ._sources import take_config_files
-from ._target import TargetEnvironment
+from .sources._config_files import take_config_files
+from .target import TargetEnvironment
 
 _KERNELS: dict[tuple[Any, ...], Kernel] = {}
 

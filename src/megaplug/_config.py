@@ -9,7 +9,7 @@ from typing import Any, Iterator, Mapping
 from ._errors import Problem, ProblemSink
 from ._record import FrozenRecord
 from ._registry import FlagTable
-from ._target import TargetEnvironment
+from .target import TargetEnvironment
 
 #: Where a value can come from, lowest precedence first.
 SOURCES = ("default", "caller-default", "config-file", "environment", "command-line",

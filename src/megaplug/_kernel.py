@@ -15,9 +15,9 @@ from ._plugins import (ACTIVE, BLOCKED, BROKEN, UNAVAILABLE, PluginRecord, Plugi
                        describe_failure)
 from ._registry import FlagDeclarations, FlagTable
 from ._rules import RuleStep
-from ._sources import ConfigFileError, load_config_file
-from ._target import TargetEnvironment
-from ._tokens import NEGATIVE_NUMBER, Occurrence, split
+from .sources._config_files import ConfigFileError, load_config_file
+from .target import TargetEnvironment
+from .sources._command_line import NEGATIVE_NUMBER, Occurrence, split
 from .hookspecs import HOOKS, PHASES
 
 
@@ -57,7 +57,7 @@ class Kernel:
                               for phase, steps in phases.items()
                               if any(step.group is not None for step in steps)}
         if snapshot:  # the table as a previous process declared it, while nothing changed
-            from ._snapshot import declare_or_read
+            from .cache._flag_table import declare_or_read
 
             declare_or_read(self, self._declare_all)
         else:

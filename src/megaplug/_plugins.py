@@ -15,7 +15,7 @@ from . import hookspecs
 from ._errors import PluginError
 from ._record import FrozenRecord, MutableRecord
 from ._rules import Rules
-from ._target import TargetEnvironment
+from .target import TargetEnvironment
 from ._version import __version__
 
 #: Built-in plugins, registered through the same path as installed ones.
@@ -230,7 +230,7 @@ def describe_failure(exc: BaseException) -> str:
 
 
 def _entry_points() -> list[Any]:
-    from ._discovery import entry_points
+    from .cache._entry_points import entry_points
 
     return entry_points()
 

@@ -133,26 +133,18 @@ def to_json(data: Any, *, indent: int | None = 1, sort_keys: bool = False) -> st
     """
     import json
 
-    return json.dumps(_finite(data), indent=indent, sort_keys=sort_keys, allow_nan=False)
+    return json.dumps(finite_as_text(data), indent=indent, sort_keys=sort_keys, allow_nan=False)
 
 
-def to_yaml(data: Any) -> str:
-    """YAML text of JSON-able ``data`` that megaplug's config reading loads as the same values
-    (:func:`megaplug._files.dump_yaml`: text YAML 1.1 or 1.2 would read as something else is
-    quoted). Floats that are not finite are written as text, as in JSON."""
-    from ._files import dump_yaml
-
-    return dump_yaml(_finite(data))
-
-
-def _finite(data: Any) -> Any:
-    """``data`` with each float that is not finite replaced by its text (``'inf'``)."""
+def finite_as_text(data: Any) -> Any:
+    """``data`` with each float that is not finite replaced by its text (``'inf'``), as
+    megaplug writes it in JSON and YAML."""
     if isinstance(data, float):
         return data if math.isfinite(data) else encode(data)
     if isinstance(data, dict):
-        return {key: _finite(value) for key, value in data.items()}
+        return {key: finite_as_text(value) for key, value in data.items()}
     if isinstance(data, (list, tuple)):
-        return [_finite(item) for item in data]
+        return [finite_as_text(item) for item in data]
     return data
 
 

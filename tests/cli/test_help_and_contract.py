@@ -148,13 +148,14 @@ def test_list_has_a_header_and_sorts_by_name_unless_asked_for_the_order(capsys, 
 
 def test_list_warns_when_a_plugin_and_its_entry_point_are_named_apart(
         capsys, clean_env, monkeypatch, tmp_path):
-    from megaplug import _api, _discovery
+    from megaplug import _api
+    from megaplug.cache import _entry_points
 
     (tmp_path / "renamed_plugin.py").write_text(
         "from megaplug import PluginInfo\nmegaplug_plugin = PluginInfo(name='renamed')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    fake = _discovery.EntryPointInfo("oldname", "renamed_plugin", "megaplug-renamed", "1.0")
-    monkeypatch.setattr(_discovery, "_MEMO", [*_discovery.entry_points(), fake])
+    fake = _entry_points.EntryPointInfo("oldname", "renamed_plugin", "megaplug-renamed", "1.0")
+    monkeypatch.setattr(_entry_points, "_MEMO", [*_entry_points.entry_points(), fake])
     monkeypatch.setenv("MEGAPLUG_NO_CACHE", "1")
     monkeypatch.setattr(_api, "_KERNELS", {})
     code, out, err = run(capsys, "list")

@@ -141,36 +141,36 @@ def test_disabling_autoload_skips_entry_points(fake_entry_points):
 
 
 def test_entry_point_discovery_is_cached_on_disk(tmp_path, monkeypatch):
-    from megaplug import _discovery
+    from megaplug.cache import _entry_points
 
     monkeypatch.setenv("MEGAPLUG_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("MEGAPLUG_NO_CACHE", raising=False)
     scans = []
-    fake = [_discovery.EntryPointInfo("toy", "toy_module_plugin", "toy-dist", "1.0")]
-    monkeypatch.setattr(_discovery, "scan", lambda: scans.append(1) or fake)
-    _discovery.forget()
-    assert _discovery.entry_points() == fake
-    _discovery.forget()
-    assert _discovery.entry_points() == fake  # second process-equivalent: from the file
+    fake = [_entry_points.EntryPointInfo("toy", "toy_module_plugin", "toy-dist", "1.0")]
+    monkeypatch.setattr(_entry_points, "scan", lambda: scans.append(1) or fake)
+    _entry_points.forget()
+    assert _entry_points.entry_points() == fake
+    _entry_points.forget()
+    assert _entry_points.entry_points() == fake  # second process-equivalent: from the file
     assert scans == [1]
     assert len(list(tmp_path.glob("entry-points-*.json"))) == 1  # one file per environment
     # a change on sys.path (an install) changes the fingerprint, so the cache is rebuilt
     (tmp_path / "new-site" / "new_dist-1.0.dist-info").mkdir(parents=True)
     monkeypatch.setattr(sys, "path", [*sys.path, str(tmp_path / "new-site")])
-    _discovery.forget()
-    _discovery.entry_points()
+    _entry_points.forget()
+    _entry_points.entry_points()
     assert scans == [1, 1]
-    _discovery.forget()
+    _entry_points.forget()
 
 
 def test_cached_entry_point_loads_module_attribute():
-    from megaplug._discovery import EntryPointInfo
+    from megaplug.cache._entry_points import EntryPointInfo
 
     assert EntryPointInfo("x", "toy_plugins:Core", None, None).load().__name__ == "Core"
 
 
 def test_installed_version_is_read_without_importlib_metadata(tmp_path, monkeypatch):
-    from megaplug._target import _installed_version
+    from megaplug.target._environment import _installed_version
 
     package = tmp_path / "fancy_pkg"
     package.mkdir()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import megaplug
-from megaplug import _snapshot
+from megaplug.cache import _flag_table as _snapshot
 from megaplug._kernel import Kernel
 from megaplug._plugins import PluginSelection, PluginSet
 

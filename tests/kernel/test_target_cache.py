@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from megaplug import _target
+from megaplug.target import _devices
 
 from nvml_support import A100, H100, FakeNVML, devices
 
@@ -34,11 +34,11 @@ class Host:
         for gpu in GPUS:
             self.write(f"proc/driver/nvidia/gpus/{gpu}/information", "Model: NVIDIA H100\n")
         self.write("proc/self/cgroup", CGROUP)
-        monkeypatch.setattr(_target, "HOST_ROOT", str(root))
-        monkeypatch.setattr(_target, "DRIVER_MARKERS", (str(root / "proc/driver/nvidia"),))
-        monkeypatch.setattr(_target.sys, "platform", "linux")
-        monkeypatch.setattr(_target, "open_nvml", lambda: self.nvml)
-        monkeypatch.setattr(_target, "_torch_capability",
+        monkeypatch.setattr(_devices, "HOST_ROOT", str(root))
+        monkeypatch.setattr(_devices, "DRIVER_MARKERS", (str(root / "proc/driver/nvidia"),))
+        monkeypatch.setattr(_devices.sys, "platform", "linux")
+        monkeypatch.setattr(_devices, "open_nvml", lambda: self.nvml)
+        monkeypatch.setattr(_devices, "_torch_capability",
                             lambda: pytest.fail("torch was asked for the device capability"))
         monkeypatch.setenv("MEGAPLUG_CACHE_DIR", str(cache))
         monkeypatch.delenv("MEGAPLUG_NO_CACHE", raising=False)
@@ -51,8 +51,8 @@ class Host:
 
     def capability(self, environ: dict[str, str] | None = None):
         """What a fresh process asks (no per-process memo)."""
-        _target.forget_device_capability()
-        return _target.local_device_capability(environ or {})
+        _devices.forget_device_capability()
+        return _devices.local_device_capability(environ or {})
 
     @property
     def nvml_inits(self) -> int:
@@ -64,9 +64,9 @@ class Host:
 
 @pytest.fixture
 def host(tmp_path, monkeypatch):
-    _target.forget_device_capability()
+    _devices.forget_device_capability()
     yield Host(tmp_path / "host", tmp_path / "cache", monkeypatch)
-    _target.forget_device_capability()
+    _devices.forget_device_capability()
 
 
 # -- hit ---------------------------------------------------------------------------------
@@ -78,7 +78,7 @@ def test_the_second_process_reads_the_kept_answer_without_nvml(host, monkeypatch
     [kept] = host.kept()
     assert json.loads(kept.read_text())["value"]["devices"][0] == {
         "major": 9, "minor": 0, "uuid": "GPU-000c1e5f-0"}
-    monkeypatch.setattr(_target, "open_nvml", lambda: pytest.fail("NVML was loaded"))
+    monkeypatch.setattr(_devices, "open_nvml", lambda: pytest.fail("NVML was loaded"))
     assert host.capability() == H100
     assert host.capability() == H100
 
@@ -87,10 +87,10 @@ def test_the_kept_device_list_answers_for_any_visible_devices(host, monkeypatch)
     host.nvml = FakeNVML(devices(A100, H100))
     # CUDA's fastest-first order over mixed generations: NVML cannot settle it, torch is
     # asked and nothing is kept for that question -- but the device list is
-    monkeypatch.setattr(_target, "_torch_capability", lambda: H100)
+    monkeypatch.setattr(_devices, "_torch_capability", lambda: H100)
     assert host.capability() == H100
     assert host.nvml_inits == 1 and len(host.kept()) == 1
-    monkeypatch.setattr(_target, "open_nvml", lambda: pytest.fail("NVML was loaded"))
+    monkeypatch.setattr(_devices, "open_nvml", lambda: pytest.fail("NVML was loaded"))
     pci = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
     assert host.capability({**pci, "CUDA_VISIBLE_DEVICES": "0"}) == A100
     assert host.capability({**pci, "CUDA_VISIBLE_DEVICES": "1,0"}) == H100
@@ -130,7 +130,7 @@ def _container_devices(host):
 
 def _other_user(host):
     uid = os.getuid()
-    host.monkeypatch.setattr(_target.os, "getuid", lambda: uid + 1)
+    host.monkeypatch.setattr(_devices.os, "getuid", lambda: uid + 1)
 
 
 def _other_cgroup(host):
@@ -154,7 +154,7 @@ def test_a_change_to_any_part_of_the_key_asks_nvml_again(host, change):
 # -- what is not kept, or not used -------------------------------------------------------
 
 
-def _devices(*rows):
+def _with_rows(*rows):
     return lambda good: {**good, "value": {**good["value"], "devices": list(rows)}}
 
 
@@ -166,13 +166,13 @@ def _devices(*rows):
     lambda good: {**good, "value": None},
     lambda good: {**good, "value": {**good["value"], "key": "another host"}},
     lambda good: {**good, "value": {"devices": good["value"]["devices"]}},
-    _devices({"major": "9", "minor": 0, "uuid": None}),
-    _devices({"major": True, "minor": 0, "uuid": None}),
-    _devices({"major": 0, "minor": 0, "uuid": None}),
-    _devices({"major": 9, "minor": -1, "uuid": None}),
-    _devices({"major": 1000, "minor": 0, "uuid": None}),
-    _devices({"major": 9, "minor": 0}),
-    _devices({"major": 9, "minor": 0, "uuid": 7}),
+    _with_rows({"major": "9", "minor": 0, "uuid": None}),
+    _with_rows({"major": True, "minor": 0, "uuid": None}),
+    _with_rows({"major": 0, "minor": 0, "uuid": None}),
+    _with_rows({"major": 9, "minor": -1, "uuid": None}),
+    _with_rows({"major": 1000, "minor": 0, "uuid": None}),
+    _with_rows({"major": 9, "minor": 0}),
+    _with_rows({"major": 9, "minor": 0, "uuid": 7}),
 ], ids=["garbage", "empty", "list", "other-fingerprint", "no-value", "foreign-key", "no-key",
         "string-major", "bool-major", "zero-major", "negative-minor", "huge-major",
         "no-uuid", "number-uuid"])
@@ -188,9 +188,9 @@ def test_a_corrupt_or_foreign_entry_is_ignored_and_replaced(host, tamper):
 
 
 def test_no_driver_answers_no_gpu_without_nvml_or_the_cache(host, monkeypatch):
-    monkeypatch.setattr(_target, "DRIVER_MARKERS", (str(host.root / "absent"),))
-    monkeypatch.setattr(_target, "open_nvml", lambda: pytest.fail("NVML was loaded"))
-    monkeypatch.setattr(_target, "host_key", lambda: pytest.fail("the key was read"))
+    monkeypatch.setattr(_devices, "DRIVER_MARKERS", (str(host.root / "absent"),))
+    monkeypatch.setattr(_devices, "open_nvml", lambda: pytest.fail("NVML was loaded"))
+    monkeypatch.setattr(_devices, "host_key", lambda: pytest.fail("the key was read"))
     assert host.capability() is None
     assert not host.cache.exists()
 
@@ -210,7 +210,7 @@ def test_no_gpu_list_means_no_key(host):
         (host.root / f"proc/driver/nvidia/gpus/{gpu}/information").unlink()
         (host.root / f"proc/driver/nvidia/gpus/{gpu}").rmdir()
     (host.root / "proc/driver/nvidia/gpus").rmdir()
-    assert _target.host_key() is None
+    assert _devices.host_key() is None
 
 
 @pytest.mark.parametrize("nvml", [FakeNVML(devices(H100), init_status=9),
@@ -219,7 +219,7 @@ def test_no_gpu_list_means_no_key(host):
                          ids=["driver-not-loaded", "init-error", "count-error"])
 def test_no_device_list_is_not_kept(host, monkeypatch, nvml):
     host.nvml = nvml
-    monkeypatch.setattr(_target, "_torch_capability", lambda: (8, 9))
+    monkeypatch.setattr(_devices, "_torch_capability", lambda: (8, 9))
     expected = None if nvml.init_status == 9 else (8, 9)
     assert host.capability() == expected
     assert host.capability() == expected
@@ -230,7 +230,7 @@ def test_no_device_list_is_not_kept(host, monkeypatch, nvml):
 def test_no_devices_is_kept_as_no_gpu(host, monkeypatch):
     host.nvml = FakeNVML([])
     assert host.capability() is None
-    monkeypatch.setattr(_target, "open_nvml", lambda: pytest.fail("NVML was loaded"))
+    monkeypatch.setattr(_devices, "open_nvml", lambda: pytest.fail("NVML was loaded"))
     assert host.capability() is None
 
 

@@ -17,7 +17,7 @@ import types
 import pytest
 
 import megaplug
-from megaplug import _target
+from megaplug.target import _devices
 
 from nvml_support import A100, A6000, H100, FakeNVML, devices
 
@@ -27,11 +27,11 @@ def fresh_memo(monkeypatch, tmp_path):
     """No memo, and no host whose NVML answer could be kept: these tests ask NVML each time
     (a fake NVML's answer must never land in a real host's cache; test_target_cache.py
     covers keeping it)."""
-    monkeypatch.setattr(_target, "HOST_ROOT", str(tmp_path / "no-host"))
+    monkeypatch.setattr(_devices, "HOST_ROOT", str(tmp_path / "no-host"))
     monkeypatch.setenv("MEGAPLUG_CACHE_DIR", str(tmp_path / "cache"))
-    _target.forget_device_capability()
+    _devices.forget_device_capability()
     yield
-    _target.forget_device_capability()
+    _devices.forget_device_capability()
 
 
 @pytest.fixture
@@ -39,17 +39,17 @@ def no_torch_please(monkeypatch):
     """Fail the test if torch is asked."""
     def refuse():
         pytest.fail("torch was asked for the device capability")
-    monkeypatch.setattr(_target, "_torch_capability", refuse)
+    monkeypatch.setattr(_devices, "_torch_capability", refuse)
 
 
 @pytest.fixture
 def driver(monkeypatch, tmp_path):
     """A machine whose NVIDIA driver is present, with the NVML double the test installs."""
-    monkeypatch.setattr(_target, "DRIVER_MARKERS", (str(tmp_path),))
-    monkeypatch.setattr(_target.sys, "platform", "linux")
+    monkeypatch.setattr(_devices, "DRIVER_MARKERS", (str(tmp_path),))
+    monkeypatch.setattr(_devices.sys, "platform", "linux")
 
     def install(nvml):
-        monkeypatch.setattr(_target, "open_nvml", lambda: nvml)
+        monkeypatch.setattr(_devices, "open_nvml", lambda: nvml)
         return nvml
     return install
 
@@ -68,26 +68,26 @@ def fake_torch(monkeypatch):
 
 def test_no_driver_is_no_gpu_without_loading_nvml_or_torch(monkeypatch, tmp_path,
                                                            no_torch_please):
-    monkeypatch.setattr(_target, "DRIVER_MARKERS", (str(tmp_path / "absent"),))
-    monkeypatch.setattr(_target.sys, "platform", "linux")
-    monkeypatch.setattr(_target, "open_nvml", lambda: pytest.fail("NVML was loaded"))
-    assert _target.local_device_capability({}) is None
+    monkeypatch.setattr(_devices, "DRIVER_MARKERS", (str(tmp_path / "absent"),))
+    monkeypatch.setattr(_devices.sys, "platform", "linux")
+    monkeypatch.setattr(_devices, "open_nvml", lambda: pytest.fail("NVML was loaded"))
+    assert _devices.local_device_capability({}) is None
 
 
 @pytest.mark.parametrize("visible", ["", " ", "-1", "NoDevFiles", "none", "²", ",0"])
 def test_cuda_visible_devices_naming_no_device_is_no_gpu(driver, no_torch_please, visible):
     driver(FakeNVML(devices(H100)))
-    assert _target.local_device_capability({"CUDA_VISIBLE_DEVICES": visible}) is None
+    assert _devices.local_device_capability({"CUDA_VISIBLE_DEVICES": visible}) is None
 
 
 def test_macos_has_no_cuda(monkeypatch, no_torch_please):
-    monkeypatch.setattr(_target.sys, "platform", "darwin")
-    monkeypatch.setattr(_target, "open_nvml", lambda: pytest.fail("NVML was loaded"))
-    assert _target.local_device_capability({}) is None
+    monkeypatch.setattr(_devices.sys, "platform", "darwin")
+    monkeypatch.setattr(_devices, "open_nvml", lambda: pytest.fail("NVML was loaded"))
+    assert _devices.local_device_capability({}) is None
 
 
 @pytest.mark.skipif(sys.platform != "linux" or any(os.path.exists(path) for path in
-                                                   _target.DRIVER_MARKERS),
+                                                   _devices.DRIVER_MARKERS),
                     reason="needs a Linux machine without an NVIDIA driver")
 def test_target_environment_on_this_machine_imports_neither_ctypes_nor_torch():
     code = textwrap.dedent("""
@@ -105,7 +105,7 @@ def test_target_environment_on_this_machine_imports_neither_ctypes_nor_torch():
 
 def test_every_gpu_of_one_generation_answers_without_torch(driver, no_torch_please):
     nvml = driver(FakeNVML(devices(*[H100] * 8)))
-    assert _target.local_device_capability({}) == H100
+    assert _devices.local_device_capability({}) == H100
     assert nvml.calls[0] == "nvmlInit_v2" and nvml.calls[-1] == "nvmlShutdown"
     assert nvml.calls.count("nvmlDeviceGetCudaComputeCapability") == 8
     # each UUID too: the device list is what a host keeps, for any CUDA_VISIBLE_DEVICES
@@ -116,7 +116,7 @@ def test_every_gpu_of_one_generation_answers_without_torch(driver, no_torch_plea
 def test_any_visible_device_of_a_uniform_node_has_its_generation(driver, no_torch_please,
                                                                  visible):
     driver(FakeNVML(devices(*[A100] * 8)))
-    assert _target.local_device_capability({"CUDA_VISIBLE_DEVICES": visible}) == A100
+    assert _devices.local_device_capability({"CUDA_VISIBLE_DEVICES": visible}) == A100
 
 
 @pytest.mark.parametrize(("visible", "expected"), [(None, A100), ("0", A100), ("1", H100),
@@ -127,32 +127,32 @@ def test_pci_bus_order_picks_the_device_by_nvml_index(driver, no_torch_please, v
     environ = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
     if visible is not None:
         environ["CUDA_VISIBLE_DEVICES"] = visible
-    assert _target.local_device_capability(environ) == expected
+    assert _devices.local_device_capability(environ) == expected
 
 
 def test_an_index_past_the_last_device_is_no_gpu(driver, no_torch_please):
     driver(FakeNVML(devices(H100, H100)))
-    assert _target.local_device_capability({"CUDA_VISIBLE_DEVICES": "2"}) is None
+    assert _devices.local_device_capability({"CUDA_VISIBLE_DEVICES": "2"}) is None
 
 
 def test_a_gpu_uuid_or_its_unique_prefix_picks_that_device(driver, no_torch_please):
     nvml = driver(FakeNVML([(A100, "GPU-0a1b-first"), (H100, "GPU-0a2c-second")]))
-    assert _target.local_device_capability({"CUDA_VISIBLE_DEVICES": "GPU-0a2c-second"}) == H100
+    assert _devices.local_device_capability({"CUDA_VISIBLE_DEVICES": "GPU-0a2c-second"}) == H100
     assert "nvmlDeviceGetUUID" in nvml.calls
-    assert _target.local_device_capability({"CUDA_VISIBLE_DEVICES": "GPU-0a1b"}) == A100
+    assert _devices.local_device_capability({"CUDA_VISIBLE_DEVICES": "GPU-0a1b"}) == A100
     # ambiguous or unknown: CUDA sees no device
-    assert _target.local_device_capability({"CUDA_VISIBLE_DEVICES": "GPU-0a"}) is None
-    assert _target.local_device_capability({"CUDA_VISIBLE_DEVICES": "GPU-ffff"}) is None
+    assert _devices.local_device_capability({"CUDA_VISIBLE_DEVICES": "GPU-0a"}) is None
+    assert _devices.local_device_capability({"CUDA_VISIBLE_DEVICES": "GPU-ffff"}) is None
 
 
 def test_no_devices_is_no_gpu(driver, no_torch_please):
     driver(FakeNVML([]))
-    assert _target.local_device_capability({}) is None
+    assert _devices.local_device_capability({}) is None
 
 
 def test_driver_not_loaded_is_no_gpu(driver, no_torch_please):
     nvml = driver(FakeNVML(devices(H100), init_status=9))
-    assert _target.local_device_capability({}) is None
+    assert _devices.local_device_capability({}) is None
     assert "nvmlShutdown" not in nvml.calls  # never initialised
 
 
@@ -162,8 +162,8 @@ def test_driver_not_loaded_is_no_gpu(driver, no_torch_please):
 def test_mixed_generations_in_cuda_default_order_ask_torch(driver, fake_torch):
     driver(FakeNVML(devices(A100, H100)))
     fake_torch(A6000)  # the answer is torch's, whatever NVML's first device is
-    assert _target.local_device_capability({}) == A6000
-    assert _target.local_device_capability({"CUDA_VISIBLE_DEVICES": "1"}) == A6000
+    assert _devices.local_device_capability({}) == A6000
+    assert _devices.local_device_capability({"CUDA_VISIBLE_DEVICES": "1"}) == A6000
 
 
 ONE_H100 = [(H100, "GPU-1")]
@@ -182,7 +182,7 @@ ONE_H100 = [(H100, "GPU-1")]
 def test_an_nvml_failure_falls_back_to_torch(driver, fake_torch, nvml):
     driver(nvml)
     fake_torch((8, 9))
-    assert _target.local_device_capability({"CUDA_VISIBLE_DEVICES": "GPU-1"}) == (8, 9)
+    assert _devices.local_device_capability({"CUDA_VISIBLE_DEVICES": "GPU-1"}) == (8, 9)
     if nvml.init_status == 0 and "nvmlInit_v2" not in nvml.missing:
         assert nvml.calls[-1] == "nvmlShutdown"  # initialised, so shut down
     else:
@@ -192,19 +192,19 @@ def test_an_nvml_failure_falls_back_to_torch(driver, fake_torch, nvml):
 def test_a_missing_library_falls_back_to_torch(driver, fake_torch, monkeypatch):
     driver(None)
     fake_torch((10, 0))
-    assert _target.local_device_capability({}) == (10, 0)
-    _target.forget_device_capability()
+    assert _devices.local_device_capability({}) == (10, 0)
+    _devices.forget_device_capability()
     fake_torch(None)  # torch without CUDA
-    assert _target.local_device_capability({}) is None
-    _target.forget_device_capability()
+    assert _devices.local_device_capability({}) is None
+    _devices.forget_device_capability()
     monkeypatch.setitem(sys.modules, "torch", None)  # torch not installed
-    assert _target.local_device_capability({}) is None
+    assert _devices.local_device_capability({}) is None
 
 
 def test_a_missing_library_on_windows_is_no_driver(monkeypatch, no_torch_please):
-    monkeypatch.setattr(_target.sys, "platform", "win32")
-    monkeypatch.setattr(_target, "open_nvml", lambda: None)
-    assert _target.local_device_capability({}) is None
+    monkeypatch.setattr(_devices.sys, "platform", "win32")
+    monkeypatch.setattr(_devices, "open_nvml", lambda: None)
+    assert _devices.local_device_capability({}) is None
 
 
 # -- memo and the TargetEnvironment ----------------------------------------------------
@@ -213,10 +213,10 @@ def test_a_missing_library_on_windows_is_no_driver(monkeypatch, no_torch_please)
 def test_the_answer_is_memoised_per_visible_devices(driver, no_torch_please):
     nvml = driver(FakeNVML(devices(A100, H100)))
     environ = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
-    assert _target.local_device_capability(environ) == A100
-    assert _target.local_device_capability(dict(environ)) == A100
+    assert _devices.local_device_capability(environ) == A100
+    assert _devices.local_device_capability(dict(environ)) == A100
     assert nvml.calls.count("nvmlInit_v2") == 1
-    assert _target.local_device_capability({**environ, "CUDA_VISIBLE_DEVICES": "1"}) == H100
+    assert _devices.local_device_capability({**environ, "CUDA_VISIBLE_DEVICES": "1"}) == H100
     assert nvml.calls.count("nvmlInit_v2") == 2
 
 
@@ -283,7 +283,7 @@ def compiled_nvml(tmp_path_factory):
 ])
 def test_a_compiled_library_through_ctypes(compiled_nvml, monkeypatch, tmp_path,
                                            no_torch_please, spec, environ, expected):
-    monkeypatch.setattr(_target, "DRIVER_MARKERS", (str(tmp_path),))
-    monkeypatch.setattr(_target, "NVML_LIBRARIES", ("libnvidia-ml-absent.so", compiled_nvml))
+    monkeypatch.setattr(_devices, "DRIVER_MARKERS", (str(tmp_path),))
+    monkeypatch.setattr(_devices, "NVML_LIBRARIES", ("libnvidia-ml-absent.so", compiled_nvml))
     monkeypatch.setenv("FAKE_NVML_DEVICES", spec)
-    assert _target.local_device_capability(environ) == expected
+    assert _devices.local_device_capability(environ) == expected

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from megaplug._options import FlagSpec
-from megaplug._tokens import split
+from megaplug.sources._command_line import split
 
 SPECS = [
     FlagSpec("a", "t", option_strings=("--a",), type=int),

@@ -75,7 +75,7 @@ MEGAPLUG_PLUGINS = {"moe", "mla", "fsdp", "gtp", "inference", "rl", "distillatio
 
 def third_party_blocks() -> list[str]:
     """``-p no:NAME`` for each installed plugin that is not one of megaplug's own."""
-    from megaplug._discovery import entry_points
+    from megaplug.cache._entry_points import entry_points
 
     return [token for entry_point in entry_points() if entry_point.name not in MEGAPLUG_PLUGINS
             for token in ("-p", f"no:{entry_point.name}")]

@@ -70,7 +70,7 @@ FEATURE_PLUGINS = {"moe", "mla", "fsdp", "gtp", "inference", "rl", "distillation
 def third_party_blocks() -> list[str]:
     """``-p no:NAME`` for installed plugins that are not megaplug's own (e.g. the LoRA
     example): Megatron's namespace has no keys for them."""
-    from megaplug._discovery import entry_points
+    from megaplug.cache._entry_points import entry_points
 
     blocks = []
     for entry_point in entry_points():

@@ -41,7 +41,7 @@ def _selection() -> PluginSelection:
 
 def build_kernel(rng: random.Random | None, monkeypatch: pytest.MonkeyPatch) -> Kernel:
     """A kernel whose built-ins and entry points are registered in ``rng``'s order."""
-    from megaplug._discovery import entry_points
+    from megaplug.cache._entry_points import entry_points
 
     builtins = list(BUILTIN_PLUGINS)
     points = list(entry_points())

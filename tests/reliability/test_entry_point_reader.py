@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from megaplug import _discovery
-from megaplug._discovery import read_entry_points
+from megaplug.cache import _entry_points
+from megaplug.cache._entry_points import read_entry_points
 
 GROUP = "megaplug"
 
@@ -117,5 +117,5 @@ def test_a_cold_scan_gives_importlib_metadatas_answer(sites):
     distribution(first, "reader_nine-1.0.dist-info", "reader-nine", "1.0",
                  "[megaplug]\nnine = reader_nine\n")
     scanned = sorted((ep.name, ep.value, ep.distribution, ep.version)
-                     for ep in _discovery.scan())
+                     for ep in _entry_points.scan())
     assert scanned == importlib_answer()

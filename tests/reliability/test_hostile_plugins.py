@@ -24,7 +24,7 @@ from reliability_support import MINIMAL, resolve_environment
 import megaplug
 from megaplug import _api
 from megaplug.cli import main
-from megaplug._discovery import EntryPointInfo, entry_points
+from megaplug.cache._entry_points import EntryPointInfo, entry_points
 
 HEADER = "from megaplug import PluginInfo, hookimpl\n"
 

@@ -16,7 +16,7 @@ from reliability_support import MINIMAL, resolve_environment
 import megaplug
 from megaplug.cli import main
 from megaplug._errors import MAX_PROBLEM_CHARS
-from megaplug._files import MAX_INT_DIGITS
+from megaplug.sources._files import MAX_INT_DIGITS
 
 NO_GPU = megaplug.TargetEnvironment(device_capability=None)
 HUGE = "9" * 5000

@@ -24,7 +24,7 @@ from reliability_support import MINIMAL, resolve_environment
 import megaplug
 from megaplug.cli import main
 from megaplug._plugins import PluginSelection, PluginSet
-from megaplug._target import parse_assumed_capability, parse_assumed_package
+from megaplug.target import parse_assumed_capability, parse_assumed_package
 
 
 def _cli(*argv: str, **environ: str) -> tuple[int, str, str]:

@@ -25,7 +25,7 @@ import megaplug
 import megaplug.megatron
 from megaplug.megatron import _checkpoint
 from megaplug.cli import main
-from megaplug._files import UntrustedInputError, read_regular_file, read_text_file
+from megaplug.sources._files import UntrustedInputError, read_regular_file, read_text_file
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="FIFOs and /dev are POSIX")
 

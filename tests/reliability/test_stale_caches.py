@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from megaplug import _discovery
+from megaplug.cache import _entry_points, _store
 
 AN_HOUR_AGO = time.time() - 3600
 
@@ -58,9 +58,9 @@ def cache_dir(tmp_path, monkeypatch):
     directory = tmp_path / "cache"
     monkeypatch.setenv("MEGAPLUG_CACHE_DIR", str(directory))
     monkeypatch.delenv("MEGAPLUG_NO_CACHE", raising=False)
-    _discovery.forget()
+    _entry_points.forget()
     yield directory
-    _discovery.forget()
+    _entry_points.forget()
 
 
 @pytest.fixture
@@ -76,8 +76,8 @@ def site(tmp_path, monkeypatch):
 def scans(monkeypatch):
     """The real scan, counted."""
     calls: list[int] = []
-    real = _discovery.scan
-    monkeypatch.setattr(_discovery, "scan", lambda: calls.append(1) or real())
+    real = _entry_points.scan
+    monkeypatch.setattr(_entry_points, "scan", lambda: calls.append(1) or real())
     return calls
 
 
@@ -86,8 +86,8 @@ def ours() -> dict[str, tuple[str, str | None]]:
     as a new process would: importlib.metadata's own listing cache (keyed on directory
     mtimes, which these tests put back) is dropped."""
     MetadataPathFinder().invalidate_caches()
-    _discovery.forget()
-    return {ep.name: (ep.value, ep.version) for ep in _discovery.entry_points()
+    _entry_points.forget()
+    return {ep.name: (ep.value, ep.version) for ep in _entry_points.entry_points()
             if (ep.distribution or "").startswith("stale-test")}
 
 
@@ -258,7 +258,7 @@ def test_an_unwritable_cache_still_answers(tmp_path, monkeypatch, site, scans):
     make_distribution(site, "stale-test", "1.0", {"alpha": "alpha_mod"})
     assert ours() == ours() == {"alpha": ("alpha_mod", "1.0")}
     assert scans == [1, 1]
-    _discovery.forget()
+    _entry_points.forget()
 
 
 def test_a_file_changed_while_computing_is_not_cached(cache_dir, tmp_path, monkeypatch):
@@ -276,11 +276,11 @@ def test_a_file_changed_while_computing_is_not_cached(cache_dir, tmp_path, monke
             helper.write_text("VALUE = 2\n")  # edited after it was imported
             return {"value": 1}
 
-        assert _discovery.cached("racy", "fp", compute, track_imports=True) == {"value": 1}
+        assert _store.cached("racy", "fp", compute, track_imports=True) == {"value": 1}
         assert not list(cache_dir.glob("racy-*.json"))
-        assert _discovery.cached("racy", "fp", lambda: computed.append(1) or {"value": 2},
+        assert _store.cached("racy", "fp", lambda: computed.append(1) or {"value": 2},
                                  track_imports=True) == {"value": 2}
-        assert _discovery.cached("racy", "fp", lambda: pytest.fail("recomputed"),
+        assert _store.cached("racy", "fp", lambda: pytest.fail("recomputed"),
                                  track_imports=True) == {"value": 2}
     finally:
         sys.modules.pop("racy_helper_module", None)
@@ -292,7 +292,7 @@ def test_a_file_changed_while_computing_is_not_cached(cache_dir, tmp_path, monke
     ({"b": 1}, {"a": int}, False), ({"a": 1, "b": 2}, {"a": int}, True), ([1], {"a": int}, False),
 ])
 def test_conforms(value, shape, expected):
-    assert _discovery.conforms(value, shape) is expected
+    assert _store.conforms(value, shape) is expected
 
 
 # -- megaplug list's cache ---------------------------------------------------------------
@@ -441,7 +441,7 @@ def test_list_follows_an_in_place_edit_of_entry_points_txt(project):
         TOY_PLUGIN.replace('name="toyplug"', 'name="toyplug_two"'))
     backdate(project.code / "toyplug_two.py", project.code)
     metadata = make_distribution(site, "toy-dist", "1.0", {"toyplug": "toyplug"})
-    installed = [ep.name for ep in _discovery.entry_points()]
+    installed = [ep.name for ep in _entry_points.entry_points()]
     project.env.update(MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD="", MEGAPLUG_PLUGINS="",
                        MEGAPLUG_DISABLE=",".join([BUILTINS, *installed]),
                        PYTHONPATH=os.pathsep.join([str(site), project.env["PYTHONPATH"]]))
@@ -545,19 +545,19 @@ def test_a_plugin_module_found_through_the_working_directory_is_keyed_on_it(proj
 
 
 def test_answers_of_different_keys_are_kept_side_by_side_up_to_a_bound(cache_dir):
-    for key in range(_discovery._KEPT_PER_KIND + 3):
-        assert _discovery.cached("kind", f"key{key}", lambda: {"n": 1}, per_key=True) == {"n": 1}
+    for key in range(_store._KEPT_PER_KIND + 3):
+        assert _store.cached("kind", f"key{key}", lambda: {"n": 1}, per_key=True) == {"n": 1}
         time.sleep(0.002)  # distinct modification times
     kept = sorted(p.name for p in cache_dir.glob("kind-*.json"))
-    assert len(kept) == _discovery._KEPT_PER_KIND
+    assert len(kept) == _store._KEPT_PER_KIND
     assert not any(name.endswith(("-key0.json", "-key1.json", "-key2.json")) for name in kept)
-    assert _discovery.cached("kind", "key10", lambda: pytest.fail("recomputed"),
+    assert _store.cached("kind", "key10", lambda: pytest.fail("recomputed"),
                              per_key=True) == {"n": 1}
 
 
 def test_a_value_json_cannot_carry_is_returned_and_not_stored(cache_dir):
     for value in ({"x": float("nan")}, {"x": object()}):
-        assert _discovery.cached("odd", "key", lambda v=value: v) is value
+        assert _store.cached("odd", "key", lambda v=value: v) is value
     assert not list(cache_dir.glob("odd-*"))  # neither the file nor a temporary one
 
 

@@ -21,8 +21,9 @@ from reliability_support import MINIMAL, resolve_environment
 import megaplug
 from megaplug.cli import main
 from megaplug._errors import Problem
-from megaplug._sources import load_config_file
-from megaplug._values import encode, float_or_infinity, to_json, to_yaml
+from megaplug.sources._config_files import load_config_file
+from megaplug._values import encode, float_or_infinity, to_json
+from megaplug.sources._files import to_yaml
 
 _KERNEL, _ = megaplug.load([])
 FLOAT_SETTINGS = sorted(spec.dest for spec in _KERNEL.table

@@ -15,7 +15,7 @@ from reliability_support import MINIMAL, resolve_environment
 
 import megaplug
 from megaplug.cli import main
-from megaplug._files import UntrustedInputError, parse_json, parse_yaml
+from megaplug.sources._files import UntrustedInputError, parse_json, parse_yaml
 
 NO_GPU = megaplug.TargetEnvironment(device_capability=None)
 
@@ -167,7 +167,7 @@ def test_many_repeated_keys_are_listed_up_to_a_bound() -> None:
 
 def test_yaml_output_reads_back_as_written() -> None:
     """Text that only YAML 1.2 reads as a number (``0o10``, ``1e3``) is quoted on output."""
-    from megaplug._files import dump_yaml
+    from megaplug.sources._files import dump_yaml
 
     data = {"octal": "0o10", "exponent": "1e3", "leading_zero": "010", "word": "yes",
             "colon": "1:20", "underscore": "1_000", "dot": ".5", "null_text": "null",

@@ -69,7 +69,7 @@ def load_side(kernel: Any, options: argparse.Namespace, path: str, args: Sequenc
     """A checkpoint directory, a saved resolve output, or a config file resolved with ARGS."""
     if os.path.isdir(path):
         return checkpoint_side(kernel, path)
-    from .._sources import ConfigFileError, load_config_file
+    from ..sources._config_files import ConfigFileError, load_config_file
 
     try:
         data = load_config_file(path)

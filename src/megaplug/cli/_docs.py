@@ -34,7 +34,7 @@ def _source_files(module: Any) -> list[Path]:
 
 
 def _functions_by_setting(module: Any, dests: set[str]) -> dict[str, list[tuple[str, str]]]:
-    from .._discovery import depends_on
+    from ..cache._store import depends_on
 
     found: dict[str, list[tuple[str, str]]] = {}
     files = _source_files(module)

@@ -9,7 +9,7 @@ import sys
 from typing import Any, Callable, Sequence
 
 from .._errors import ConfigError, PluginError
-from .._values import encode, to_json, to_yaml
+from .._values import encode, to_json
 from ._parser import COMMANDS, EXIT_INVALID, EXIT_OK, EXIT_PIPE_CLOSED, UsageError, build_parser
 from ._shared import (
     check_plugin_name,
@@ -199,7 +199,7 @@ def _entry_point_warning(row: dict[str, Any]) -> str | None:
 
 
 def _listing(options: argparse.Namespace) -> dict[str, Any]:
-    from .._discovery import cached
+    from ..cache._store import cached
 
     return cached("list", _list_fingerprint(options), lambda: _list_rows(options),
                   shape=_LISTING_SHAPE, track_imports=True, per_key=True)
@@ -214,7 +214,7 @@ _LISTING_SHAPE = {
 
 
 def _list_rows(options: argparse.Namespace) -> dict[str, Any]:
-    from .._discovery import depends_on
+    from ..cache._store import depends_on
 
     try:
         kernel, _rest = load_kernel(options)
@@ -241,7 +241,7 @@ def _list_fingerprint(options: argparse.Namespace, *view: str) -> str:
     """What ``megaplug list`` (or a ``view`` of the plugins' code: a command and its
     arguments) depends on, known before computing it: the selection and the installed
     distributions (the cache adds the files of every module it imported)."""
-    from .._discovery import code_fingerprint
+    from ..cache._store import code_fingerprint
     from .._plugins import PluginSelection
 
     selection = PluginSelection.from_environment()
@@ -259,7 +259,7 @@ def _plugin_view(options: argparse.Namespace, kind: str, make: Callable[[Any], A
     answer it was computed from): ``flags``, ``schema``, ``completion`` and ``docs``
     depend on nothing else, so a process that finds it imports no plugin at all.
     ``accept`` refuses a stored value (then it is computed again)."""
-    from .._discovery import cached, depends_on
+    from ..cache._store import cached, depends_on
 
     def compute() -> dict[str, Any]:
         kernel, _rest = load_kernel(options)
@@ -397,8 +397,12 @@ def _cmd_resolve(options: argparse.Namespace, args: list[str]) -> int:
         # the facade's private markers (_is_global_batch_size_...) are not settings
         values = {k: encode(v) for k, v in given.items()
                   if k not in ("rank", "world_size") and not k.startswith("_")}
-    sys.stdout.write(to_yaml(values) if options.format == "yaml"
-                     else to_json(values, sort_keys=True) + "\n")
+    if options.format == "yaml":
+        from ..sources._files import to_yaml
+
+        sys.stdout.write(to_yaml(values))
+    else:
+        sys.stdout.write(to_json(values, sort_keys=True) + "\n")
     return EXIT_OK
 
 

@@ -63,7 +63,7 @@ def checkpoint_file(load_dir: str | os.PathLike[str]) -> Path:
     """
     from pathlib import Path
 
-    from .._files import UntrustedInputError, read_regular_file
+    from ..sources._files import UntrustedInputError, read_regular_file
 
     directory = Path(load_dir)
     tracker = directory / TRACKER_FILENAME
@@ -117,7 +117,7 @@ def load_saved_state(path: Path, allowed: Iterable[type]) -> dict[str, Any]:
 
     import torch
 
-    from .._files import UntrustedInputError, open_regular_file
+    from ..sources._files import UntrustedInputError, open_regular_file
 
     safe = _safe_globals(list(allowed))
     try:

@@ -20,8 +20,8 @@ from .._api import load
 from .._config import Draft, Provenance
 from .._errors import Problem, ProblemSink
 from .._kernel import Kernel
-from .._sources import take_config_files
-from .._target import TargetEnvironment
+from ..sources._config_files import take_config_files
+from ..target import TargetEnvironment
 from ._native import from_native, to_native
 from ._provider import ProviderFlags
 from ._state import NamespaceState, remember, state_of

@@ -72,7 +72,7 @@ def validate_model_config_args_from_heterogeneous_config(args: argparse.Namespac
     encoded = getattr(args, "heterogeneous_layers_config_encoded_json", None)
     if path is None and encoded is None:
         return
-    from .._files import parse_json, read_text_file  # their errors are ValueErrors
+    from ..sources._files import parse_json, read_text_file  # their errors are ValueErrors
 
     if encoded is None:
         encoded = args.heterogeneous_layers_config_encoded_json = read_text_file(

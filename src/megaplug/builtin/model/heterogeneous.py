@@ -24,7 +24,7 @@ def load_heterogeneous_config(config: Draft) -> None:
     path = config[PATH]
     if config[ENCODED] is not None or path is None:
         return
-    from megaplug._files import UntrustedInputError, read_text_file
+    from megaplug.sources._files import UntrustedInputError, read_text_file
 
     try:
         text = read_text_file(path, "heterogeneous layers config")
@@ -58,7 +58,7 @@ def check_against_heterogeneous_config(config: Draft) -> None:
 def _expected_flags(config: Draft, text: str) -> dict[str, Any] | None:
     """The flag values the config implies, or None after reporting why it is unusable."""
     where = config.spelling(PATH if config[PATH] is not None else ENCODED)
-    from megaplug._files import UntrustedInputError, parse_json
+    from megaplug.sources._files import UntrustedInputError, parse_json
 
     try:
         hf = parse_json(text, "the heterogeneous layers config")

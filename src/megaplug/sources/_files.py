@@ -305,6 +305,14 @@ def _core_int(text: str, node: Any) -> int:
     return -value if text.startswith("-") else value
 
 
+def to_yaml(data: Any) -> str:
+    """YAML text of JSON-able ``data`` that megaplug's config reading loads as the same values
+    (:func:`dump_yaml`); floats that are not finite are written as text, as in JSON."""
+    from .._values import finite_as_text
+
+    return dump_yaml(finite_as_text(data))
+
+
 def dump_yaml(data: Any) -> str:
     """``data`` as YAML that :func:`parse_yaml` reads back to the same values (keys sorted).
 

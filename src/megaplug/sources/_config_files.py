@@ -32,7 +32,7 @@ def load_config_file(path: str) -> dict[str, Any]:
 
     JSON is chosen by the ``.json`` suffix; YAML is read with the 1.2 core schema and
     ``yaml.safe_load``'s safety (tags such as ``!!python/object`` are refused, never
-    constructed). Only a regular file of sane size is read (see :mod:`megaplug._files`);
+    constructed). Only a regular file of sane size is read (see :mod:`megaplug.sources._files`);
     a repeated key, an integer too long to handle, nesting too deep, or (through YAML
     aliases) more than :data:`MAX_VALUES` values are refused.
     """

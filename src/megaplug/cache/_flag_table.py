@@ -3,7 +3,7 @@
 Every plugin's ``add_args`` turns its options class into flag specs; importing those ~900
 declarations and building the specs is a large part of a process's start-up, and its
 result only changes when a plugin's code does. So a kernel built for the command line or
-the Megatron facade stores its table in the on-disk cache (:func:`_discovery.cached`,
+the Megatron facade stores its table in the on-disk cache (:func:`megaplug.cache._store.cached`,
 keyed on the plugins, their statuses, the installed distributions and the import closure
 of every module loaded while it was declared) and, while that holds, builds its table from
 it without running ``add_args`` -- and so without importing any options module.
@@ -23,9 +23,9 @@ import sys
 import types
 from typing import Any, Callable
 
-from ._options import FlagSpec, enum_by_name
-from ._registry import FlagTable
-from ._values import resolve_reference
+from .._options import FlagSpec, enum_by_name
+from .._registry import FlagTable
+from .._values import resolve_reference
 
 #: Bump when the stored form changes.
 VERSION = 1
@@ -49,7 +49,7 @@ def declare_or_read(kernel: Any, declare: Callable[[], None]) -> None:
     records = list(kernel.plugins.records.values())
     if not all(r.module is None or isinstance(r.module, types.ModuleType) for r in records):
         return declare()
-    from ._discovery import cached, code_fingerprint, reads
+    from ._store import cached, code_fingerprint, reads
 
     packages = {"megaplug", *(r.module.__name__.partition(".")[0] for r in records
                               if r.module is not None)}

@@ -1,12 +1,10 @@
-"""Entry-point discovery, and the on-disk caches of ``megaplug``'s slow answers.
+"""The on-disk caches of megaplug's slow answers, and their keys.
 
-Scanning installed distributions needs ``importlib.metadata``, whose import alone costs
-tens of milliseconds -- more than the rest of a resolve. The result is cached in a small
-JSON file per environment, keyed on what decides it: for every ``sys.path`` entry, the
-distributions' metadata directories found there and the stat of each one's
-``entry_points.txt`` and ``METADATA`` (an in-place edit changes the file's stat, not its
-directory's). ``megaplug list`` is cached the same way, and keyed besides on the import
-closure of the plugins: every module file loaded while its answer was computed.
+An answer (the entry points, the flag table, ``megaplug list``, a host's GPUs) is kept in a
+small JSON file per kind and environment, keyed on what decides it: the installed
+distributions' metadata (:func:`installed_fingerprint`), and for answers derived from the
+plugins' code, the import closure -- every module file loaded while it was computed
+(:func:`code_fingerprint`, :func:`cached` with ``track_imports``).
 
 A cache file is trusted only as far as it is checked: a file that is not JSON, holds
 another fingerprint, or holds a value of the wrong shape is recomputed and rewritten.
@@ -17,7 +15,6 @@ another fingerprint, or holds a value of the wrong shape is recomputed and rewri
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import os
 import stat
@@ -26,35 +23,10 @@ import time
 import zlib
 from typing import Any, Callable, Iterator
 
-from ._record import FrozenRecord
 
-GROUP = "megaplug"
+
 _CACHE_VERSION = 2
 _DISTRIBUTION_SUFFIXES = (".dist-info", ".egg-info")
-
-
-class EntryPointInfo(FrozenRecord):
-    """An entry point of the ``megaplug`` group, loadable without importlib.metadata."""
-
-    __slots__ = ("name", "value", "distribution", "version")
-    name: str
-    value: str
-    distribution: str | None
-    version: str | None
-
-    def __init__(self, name: str, value: str, distribution: str | None,
-                 version: str | None) -> None:
-        self._fill(locals())
-
-    def to_dict(self) -> dict[str, str | None]:
-        return {name: getattr(self, name) for name in self.__slots__}
-
-    def load(self) -> Any:
-        module_name, _, attribute = self.value.partition(":")
-        target: Any = importlib.import_module(module_name.strip())
-        for part in filter(None, attribute.strip().split(".")):
-            target = getattr(target, part)
-        return target
 
 
 def _file_state(path: str) -> str | None:
@@ -132,152 +104,10 @@ def _cache_path() -> str | None:
     return os.path.join(base, f"entry-points-{environment:08x}.json")
 
 
-def scan() -> list[EntryPointInfo]:
-    """Read the entry points from installed distribution metadata (slow path): straight
-    from the metadata directories where that is all there is, else (and whatever is odd)
-    through ``importlib.metadata``, whose import alone costs tens of milliseconds."""
-    found = read_entry_points()
-    if found is None:
-        from importlib import metadata
-
-        found = [EntryPointInfo(ep.name, ep.value,
-                                *((ep.dist.metadata["Name"], ep.dist.version)
-                                  if getattr(ep, "dist", None) else (None, None)))
-                 for ep in metadata.entry_points(group=GROUP)]
-    return sorted(found, key=lambda ep: ep.name)
-
-
-class _Unusual(Exception):
-    """Something importlib.metadata must judge."""
-
-
-def read_entry_points(group: str = GROUP) -> list[EntryPointInfo] | None:
-    """``group``'s entry points as ``importlib.metadata.entry_points`` finds them -- every
-    ``sys.path`` directory's ``*.dist-info`` / ``*.egg-info`` directories, the first
-    distribution of a (normalized) name winning -- read without importing it; ``None``
-    wherever it could see something else: a zip archive or egg on ``sys.path``, another
-    finder of distributions, two distributions of one name in a directory, a metadata
-    file this simple reader does not parse as importlib.metadata would."""
-    from importlib.machinery import PathFinder
-
-    if any(hasattr(finder, "find_distributions") and finder is not PathFinder
-           for finder in sys.meta_path):
-        return None
-    seen: set[str] = set()
-    found: list[EntryPointInfo] = []
-    try:
-        for entry in sys.path:
-            if not isinstance(entry, str):
-                continue
-            root = entry or "."
-            if os.path.isfile(root) or root.lower().endswith(".egg"):
-                return None  # a zip archive or an egg: importlib.metadata looks inside
-            try:
-                children = os.listdir(root)
-            except (OSError, ValueError):
-                continue
-            found += _directory_entry_points(root, children, seen, group)
-    except _Unusual:
-        return None
-    return found
-
-
-def _directory_entry_points(root: str, children: list[str], seen: set[str],
-                            group: str) -> list[EntryPointInfo]:
-    """The entry points of the distributions in one ``sys.path`` directory whose names
-    are not in ``seen`` (then added); :class:`_Unusual` where importlib.metadata could
-    read the directory otherwise."""
-    import re
-
-    found: list[EntryPointInfo] = []
-    here: set[str] = set()
-    for child in children:
-        stem, dot, suffix = child.rpartition(".")
-        if not dot or f".{suffix.lower()}" not in _DISTRIBUTION_SUFFIXES:
-            continue
-        if f".{suffix}" not in _DISTRIBUTION_SUFFIXES:
-            raise _Unusual  # ".DIST-INFO": found, but named otherwise
-        name = re.sub(r"[-_.]+", "-", stem.partition("-")[0]).lower().replace("-", "_")
-        if name in here:
-            raise _Unusual  # which one comes first is the directory's listing order
-        here.add(name)
-        if name not in seen:
-            seen.add(name)
-            found += _distribution_entry_points(os.path.join(root, child), group)
-    return found
-
-
-def _distribution_entry_points(path: str, group: str) -> list[EntryPointInfo]:
-    if not os.path.isdir(path):
-        raise _Unusual(path)  # an egg-info file is its own metadata
-    text = _read_text(os.path.join(path, "entry_points.txt"))
-    if text is None:
-        return []
-    pairs, section = [], None
-    for line in map(str.strip, text.splitlines()):
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            section = line.strip("[]")
-        elif section == group:
-            name, equals, value = line.partition("=")
-            if not equals:
-                raise _Unusual(path)  # importlib.metadata refuses the file
-            pairs.append((name.strip(), value.strip()))
-    if not pairs:
-        return []
-    about = _read_text(os.path.join(path, "METADATA"))
-    if about is None:
-        about = _read_text(os.path.join(path, "PKG-INFO")) or ""
-    headers: dict[str, str] = {}
-    for line in about.splitlines():
-        if not line.strip():
-            break
-        if line[:1] in (" ", "\t") or ":" not in line:
-            raise _Unusual(path)  # a folded header: the email parser's to read
-        key, _, value = line.partition(":")
-        headers.setdefault(key.strip().lower(), value.strip())
-    return [EntryPointInfo(name, value, headers.get("name"), headers.get("version"))
-            for name, value in pairs]
-
-
-def _read_text(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
-        return None
-    except (OSError, UnicodeDecodeError):
-        raise _Unusual(path) from None
-
-
-_MEMO: list[EntryPointInfo] | None = None
-
-
-#: The shape a cached row must have (a tampered or foreign cache file is recomputed).
-_ENTRY_POINT_SHAPE = [{"name": str, "value": str, "distribution": (str, None),
-                       "version": (str, None)}]
-
-
-def entry_points() -> list[EntryPointInfo]:
-    """The ``megaplug`` entry points, sorted by name: once per process, cached across processes."""
-    global _MEMO
-    if _MEMO is not None:
-        return _MEMO
-    rows = cached("entry-points", installed_fingerprint(),
-                  lambda: [ep.to_dict() for ep in scan()], shape=_ENTRY_POINT_SHAPE)
-    _MEMO = [EntryPointInfo(row["name"], row["value"], row["distribution"], row["version"])
-             for row in rows]
-    return _MEMO
-
-
-def forget() -> None:
-    """Drop the in-process memos (tests that install or fake distributions)."""
-    global _MEMO, _FINGERPRINT
-    _MEMO = _FINGERPRINT = None
-
-
-# -- a cache for facts derived from the plugins' code (``megaplug list``) -----------------
+def forget_fingerprint() -> None:
+    """Drop the per-process fingerprint (tests that install or fake distributions)."""
+    global _FINGERPRINT
+    _FINGERPRINT = None
 
 
 def code_fingerprint(extra: list[str]) -> str:

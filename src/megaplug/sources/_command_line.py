@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from typing import Mapping, Sequence
 
-from ._options import FlagSpec
-from ._record import MutableRecord
+from .._options import FlagSpec
+from .._record import MutableRecord
 
 #: argparse's own test for a token that is a negative number rather than an option.
 NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")

@@ -1,0 +1,219 @@
+"""The target environment: installed package versions and the GPU a job will run on.
+
+Checks that depend on Transformer Engine's version or the GPU's compute capability ask
+this service instead of importing packages or touching CUDA themselves. By default it
+looks at the real machine, lazily (nothing is imported until a check asks); a caller
+can state the target instead (``megaplug resolve --assume transformer_engine=2.17.1
+--assume-device-capability 9.0``), so a login node or CI can validate a launch for the
+cluster it targets.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Mapping
+
+from .._record import MutableRecord
+
+_NOT_ASKED = object()
+
+#: Import names whose distribution is spelled differently on PyPI.
+_DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
+    "transformer_engine": ("transformer_engine", "transformer-engine", "transformer_engine_torch"),
+    "nvidia_resiliency_ext": ("nvidia-resiliency-ext", "nvidia_resiliency_ext"),
+    "flashinfer": ("flashinfer-python", "flashinfer"),
+    "multistorageclient": ("multi-storage-client", "multistorageclient"),
+    "mamba_ssm": ("mamba-ssm", "mamba_ssm"),
+    "yaml": ("PyYAML",),
+}
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    """A comparable tuple of the leading numeric release parts (``'2.17.1+cu12'`` -> ``(2, 17, 1)``)."""  # noqa: E501
+    parts = []
+    for piece in re.split(r"[.+-]", text):
+        match = re.match(r"\d+", piece)
+        if not match:
+            break
+        parts.append(int(match.group()))
+    return tuple(parts)
+
+
+#: A version as ``--assume`` takes it: PEP 440's public form and an optional local part
+#: (``2.17.1``, ``2.7.0.dev0``, ``1.0rc1``, ``2.17.1+cu12``), without epoch or ``v``.
+_VERSION = re.compile(
+    r"^\d+(?:\.\d+)*"
+    r"(?:[-_.]?(?:a|b|c|rc|alpha|beta|pre|preview)[-_.]?\d*)?"
+    r"(?:[-_.]?(?:post|rev|r)[-_.]?\d*)?(?:[-_.]?dev[-_.]?\d*)?"
+    r"(?:\+[a-z0-9]+(?:[-_.][a-z0-9]+)*)?$", re.IGNORECASE | re.ASCII)
+#: A package's import name, or its distribution name (``-`` is read as ``_``).
+_PACKAGE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+#: Packages megaplug's checks ask about: a stated name close to one of these is a typo.
+KNOWN_PACKAGES = ("transformer_engine", "torch", "apex", "flash_attn", "flash_attn_3",
+                  "flashinfer", "multistorageclient", "mamba_ssm", "nvidia_resiliency_ext",
+                  "megatron", "yaml", "triton", "numpy", "tensorstore", "zarr")
+#: A compute capability as ``--assume-device-capability`` takes it (``9.0``, ``10``).
+_CAPABILITY = re.compile(r"^(\d{1,3})(?:\.(\d{1,3}))?$", re.ASCII)
+
+
+def parse_assumed_package(item: str, known: tuple[str, ...] = KNOWN_PACKAGES,
+                          ) -> tuple[str, str | None]:
+    """``NAME=VERSION`` (``NAME=none``: not installed) as (import name, version or None).
+
+    Raises ``ValueError`` saying what is wrong: no ``=``, a name that is no package name
+    (or a near miss of a known one, ``transformer_enigne``), or a version that is not
+    one (``2.x``, ``banana``, ``-1``).
+    """
+    name, sep, version = item.partition("=")
+    name, version = name.strip(), version.strip()
+    if not sep or not name:
+        raise ValueError(f"--assume expects NAME=VERSION (or NAME=none), got {item!r}")
+    if not _PACKAGE_NAME.match(name):
+        raise ValueError(f"--assume {item!r}: {name!r} is not a package name")
+    name = name.replace("-", "_")
+    if name not in known and name.lower() in known:
+        name = name.lower()  # distribution names are case-insensitive
+    if name not in known:
+        import difflib  # only an unknown name pays for it
+
+        near = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
+        if near:
+            raise ValueError(f"--assume {item!r}: no check asks about a package {name!r}; "
+                             f"did you mean {near[0]}?")
+    if version.lower() == "none":
+        return name, None
+    if not _VERSION.match(version):
+        raise ValueError(f"--assume {item!r}: {version!r} is not a version (give one such as "
+                         "2.17.1, 2.7.0.dev0 or 1.0rc1, or none for not installed)")
+    return name, version
+
+
+def parse_assumed_capability(text: str) -> tuple[int, int] | None:
+    """``MAJOR.MINOR`` (``9.0``; ``10`` is ``10.0``) or ``none`` (no GPU) as
+    ``--assume-device-capability`` takes it; ``ValueError`` for anything else."""
+    if text.strip().lower() == "none":
+        return None
+    match = _CAPABILITY.match(text.strip())
+    if match is None or int(match.group(1)) == 0:
+        raise ValueError(f"--assume-device-capability expects MAJOR.MINOR (such as 8.0, 9.0 "
+                         f"or 10.0) or none, got {text!r}")
+    return int(match.group(1)), int(match.group(2) or 0)
+
+
+class TargetEnvironment(MutableRecord):
+    """Package versions, device capability and environment variables a check may consult.
+
+    ``packages`` maps import names to a version string, or ``None`` for "not installed";
+    names not in it are looked up on this machine when first asked. ``device_capability``
+    is the GPU's ``(major, minor)``; when not stated it is read from the NVIDIA driver on
+    first use (see :func:`local_device_capability`), and is ``None`` on a machine without
+    a GPU. ``environ`` is the process environment
+    the job will see (defaults to ``os.environ``).
+    """
+
+    __slots__ = ("packages", "device_capability", "environ", "_looked_up")
+    _hidden = ("_looked_up",)
+
+    def __init__(
+        self,
+        packages: dict[str, str | None] | None = None,
+        device_capability: tuple[int, int] | None | object = _NOT_ASKED,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.packages: dict[str, str | None] = {} if packages is None else packages
+        self.device_capability = device_capability
+        self.environ = environ
+        self._looked_up: dict[str, str | None] = {}
+
+    def with_environ(self, environ: Mapping[str, str]) -> TargetEnvironment:
+        """The same target for a process that sees ``environ`` (a fresh lookup cache)."""
+        return TargetEnvironment(self.packages, self.device_capability, environ)
+
+    def getenv(self, name: str, default: str | None = None) -> str | None:
+        env = os.environ if self.environ is None else self.environ
+        return env.get(name, default)
+
+    def package_version(self, import_name: str) -> str | None:
+        """The installed version of a package by import name, or ``None`` if absent."""
+        if import_name in self.packages:
+            return self.packages[import_name]
+        if import_name not in self._looked_up:
+            self._looked_up[import_name] = _installed_version(import_name)
+        return self._looked_up[import_name]
+
+    def version_at_least(self, import_name: str, minimum: str) -> bool:
+        found = self.package_version(import_name)
+        return found is not None and parse_version(found) >= parse_version(minimum)
+
+    def requirement_problem(self, import_name: str, minimum: str | None = None) -> str | None:
+        """``None`` when satisfied, else ``'requires X >= v, found w'`` / ``'... not installed'``."""  # noqa: E501
+        found = self.package_version(import_name)
+        wanted = f"{import_name} >= {minimum}" if minimum else import_name
+        if found is None:
+            return f"requires {wanted}, not installed"
+        if minimum and parse_version(found) < parse_version(minimum):
+            return f"requires {wanted}, found {found}"
+        return None
+
+    def capability(self) -> tuple[int, int] | None:
+        """The target GPU's compute capability, or ``None`` when there is no GPU."""
+        if self.device_capability is _NOT_ASKED:
+            from ._devices import local_device_capability
+
+            self.device_capability = local_device_capability(
+                os.environ if self.environ is None else self.environ)
+        return self.device_capability  # type: ignore[return-value]
+
+
+def _installed_version(import_name: str) -> str | None:
+    from importlib import util
+
+    # find_spec first: it is cheap, and a missing package then never pays for
+    # importing importlib.metadata (tens of milliseconds) on the start-up path.
+    try:
+        spec = util.find_spec(import_name)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        return None
+    candidates = _DISTRIBUTIONS.get(import_name, (import_name, import_name.replace("_", "-")))
+    version = _version_beside(spec, candidates)
+    if version is not None:
+        return version
+    from importlib import metadata
+
+    for dist in candidates:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return "0"
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _version_beside(spec: object, distributions: tuple[str, ...]) -> str | None:
+    """The version in a ``NAME-VERSION.dist-info`` directory next to the package, if any.
+
+    That is where pip puts it; reading the directory name avoids importlib.metadata.
+    """
+    origin = getattr(spec, "origin", None)
+    if not origin or origin in ("built-in", "frozen"):
+        return None
+    package_dir = os.path.dirname(origin)
+    site = os.path.dirname(package_dir) if origin.endswith("__init__.py") else package_dir
+    wanted = {_normalized(name) for name in distributions}
+    try:
+        entries = os.listdir(site)
+    except OSError:
+        return None
+    for entry in entries:
+        if entry.endswith(".dist-info"):
+            name, _, version = entry[: -len(".dist-info")].partition("-")
+            if version and _normalized(name) in wanted:
+                return version
+    return None
+
