@@ -109,3 +109,14 @@ def test_blocked_plugin_names_itself() -> None:
     assert problem.plugin == "rl"
     assert "plugin 'rl'" in problem.message and "blocked" in problem.message
     assert "-p no:rl" in (problem.hint or "")
+
+
+def test_samples_per_step_only_in_an_rl_run() -> None:
+    """Megatron's training loop reads grpo_samples_per_iteration (megatron-core 0.19's
+    validate_args sets it for an RL run only)."""
+    assert "grpo_samples_per_iteration" not in kernel().resolve([], environ={})
+    resolved = kernel().resolve(["--perform-rl-step", "--grpo-prompts-per-step", "6",
+                                 "--grpo-group-size", "4"], environ={})
+    assert resolved.grpo_samples_per_iteration == 24
+    assert type(resolved.grpo_samples_per_iteration) is int
+    assert resolved.source("grpo_samples_per_iteration").plugin == "rl"

@@ -27,6 +27,20 @@ def start_packed_bin_counter(config: Draft) -> None:
         config.discard("consumed_train_bins", reason="only sequence packing counts bins")
 
 
+@rules.derive
+def count_samples_per_step(config: Draft) -> None:
+    """Count the rollouts one GRPO step generates (Megatron's training loop reads it).
+
+    Like Megatron's validate_args, only an RL run has the setting."""
+    if config.perform_rl_step:
+        config.set("grpo_samples_per_iteration",
+                   config.grpo_prompts_per_step * config.grpo_group_size,
+                   reason="prompts per step x rollouts per prompt",
+                   inputs=("grpo_prompts_per_step", "grpo_group_size"))
+    else:
+        config.discard("grpo_samples_per_iteration", reason="only an RL run samples rollouts")
+
+
 def performs_rl_step(config: Draft) -> bool:
     """The RL checks apply to RL runs only: without --perform-rl-step Megatron accepts any
     combination of these flags."""

@@ -158,6 +158,11 @@ class RLOptions:
         nargs="*", help="Response parsers enabled for rollout inference.")] = field(
         default_factory=list)
 
+    # Not a flag: what Megatron's training loop reads to time GRPO's collection phases.
+    grpo_samples_per_iteration: Optional[int] = Computed(
+        "Rollouts one GRPO step generates: --grpo-prompts-per-step x --grpo-group-size; "
+        "present only with --perform-rl-step.", default=None)
+
     # Not a flag: the RL data loader's counter, added only when rollouts are packed.
     consumed_train_bins: Optional[int] = Computed(
         "Packed bins consumed so far; starts at 0, present only with "
