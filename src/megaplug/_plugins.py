@@ -43,11 +43,9 @@ class Requirement(FrozenRecord):
 class PluginInfo(FrozenRecord):
     """What a plugin module declares about itself as ``megaplug_plugin = PluginInfo(...)``.
 
-    ``after`` names plugins whose rules must run before this one's (each must exist,
-    though it may be blocked or unavailable); ``before`` names plugins this one must
-    precede when they are present. ``requires`` lists optional packages: when one is
-    missing the plugin is *unavailable* and adds no flags. ``rules`` are the plugin's
-    normalizations, derivations and checks (see :class:`Rules`).
+    ``after``: plugins that must run first (each must exist, though it may be inactive);
+    ``before``: plugins to precede when present; ``requires``: optional packages, without
+    which the plugin is *unavailable*; ``rules``: see :class:`Rules`.
     """
 
     __slots__ = ("name", "description", "version", "after", "before", "requires", "rules")
@@ -94,8 +92,7 @@ ACTIVE, BLOCKED, UNAVAILABLE, BROKEN = Status
 class PluginRecord(MutableRecord):
     """Everything megaplug knows about one plugin, whatever its status.
 
-    ``loader`` is set for a blocked plugin: how to import it, used only to name it in an
-    error message.
+    ``loader`` imports a blocked plugin, only to name it in an error message.
     """
 
     __slots__ = ("name", "status", "source", "reason", "module", "info", "entry_point",
@@ -134,13 +131,10 @@ class PluginRecord(MutableRecord):
 class PluginSelection(MutableRecord):
     """Which plugins to load beyond the built-ins, and which to block.
 
-    ``MEGAPLUG_PLUGINS`` and ``MEGAPLUG_DISABLE`` hold plugin names separated by commas
-    (spaces around a name are ignored); ``-p NAME`` / ``-p no:NAME`` give one each. A
-    name is an entry point's or a module's (``[\\w.-]+``, matched exactly). An entry that
-    is not a name -- ``*``, ``moe;mla``, ``no:moe`` in ``MEGAPLUG_DISABLE`` -- is kept in
-    ``problems`` (a message and a hint each), and so, once the plugins are found, is a
-    blocked name no plugin has (:meth:`PluginSet.selection_problems`): a block that blocks
-    nothing must not pass silently.
+    ``MEGAPLUG_PLUGINS`` / ``MEGAPLUG_DISABLE`` hold comma-separated names, ``-p NAME`` /
+    ``-p no:NAME`` one each; a name (an entry point's or a module's) is matched exactly.
+    An entry that is not a name (``*``, ``moe;mla``) is kept in ``problems`` as a
+    (message, hint), never dropped silently.
     """
 
     __slots__ = ("load", "block", "autoload", "problems")
@@ -156,20 +150,18 @@ class PluginSelection(MutableRecord):
     def from_environment(cls, environ: Any = None) -> PluginSelection:
         env = os.environ if environ is None else environ
         selection = cls()
-        selection.load = selection._names(env.get("MEGAPLUG_PLUGINS", ""), "MEGAPLUG_PLUGINS")
-        selection.block = set(selection._names(env.get("MEGAPLUG_DISABLE", ""),
-                                               "MEGAPLUG_DISABLE"))
+        selection.load = selection._names(env, "MEGAPLUG_PLUGINS")
+        selection.block = set(selection._names(env, "MEGAPLUG_DISABLE"))
         selection.autoload = env.get("MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD", "").strip() in ("", "0")
         return selection
 
-    def _names(self, text: str, variable: str) -> list[str]:
+    def _names(self, env: Any, variable: str) -> list[str]:
         """The names in a comma-separated variable (empty entries are skipped)."""
-        entries = (entry.strip() for entry in text.split(","))
+        entries = (entry.strip() for entry in env.get(variable, "").split(","))
         return [entry for entry in entries if entry and self._checked(entry, variable)]
 
     def _checked(self, entry: str, where: str) -> bool:
-        """Whether ``entry`` is a plugin name; if it is not, why not is added to
-        ``problems``."""
+        """Whether ``entry`` is a plugin name; if not, why not goes to ``problems``."""
         if _PLUGIN_NAME.match(entry):
             return True
         shown = f"{where} entry {entry!r}" if where.isupper() else f"{where}{entry}"
@@ -195,14 +187,12 @@ class PluginSelection(MutableRecord):
         for token in tokens:
             if token == "--":
                 rest += [token, *tokens]
-            elif token == "-p":
-                name = next(tokens, None)
+            elif token.startswith("-p") and not token.startswith("--"):
+                name = token[2:].lstrip("=") if len(token) > 2 else next(tokens, None)
                 if name is None:
                     rest.append(token)
                 else:
                     self._apply(name)
-            elif token.startswith("-p") and len(token) > 2 and not token.startswith("--"):
-                self._apply(token[2:].lstrip("="))
             elif token == "--no-autoload":
                 self.autoload = False
             else:
@@ -247,17 +237,13 @@ _CALL_ORDER_OPTIONS = ("tryfirst", "trylast", "hookwrapper", "wrapper")
 
 
 def _new_manager() -> Any:
-    """pluggy's manager of megaplug's hooks, with a cheap first look at a plugin's attributes.
+    """pluggy's manager of megaplug's hooks, skipping unmarked attributes cheaply.
 
-    pluggy examines every attribute of a plugin with ``inspect.getattr_static``, which for
-    a plugin module full of imports is most of megaplug's start-up (and for a thousand
-    plugin objects, seconds). An attribute can only be a hook implementation if what is
-    stored under its name carries megaplug's marker (on it, or on the function a
-    ``classmethod`` / ``staticmethod`` / bound method wraps), so the others are skipped
-    at a few dictionary lookups; every marked one -- and any name not stored where the
-    first look reaches, such as a slot -- still goes through pluggy's own checks (and an
-    unknown marked name still fails ``check_pending``). pluggy is imported here, when a
-    plugin needs its look (see ``_plain_hooks``), not at start-up.
+    pluggy examines every attribute with ``inspect.getattr_static``: for a plugin module
+    full of imports, most of megaplug's start-up. Only a stored attribute carrying
+    megaplug's marker can be a hook, so the others are skipped at a few dictionary
+    lookups; marked ones, and names stored elsewhere (a slot), get pluggy's own checks.
+    pluggy is imported only here, when a plugin needs its look (see ``_plain_hooks``).
     """
     import pluggy
 
@@ -305,8 +291,7 @@ class PluginSet:
     """The loaded plugins of one process: records for all, a pluggy manager for the active.
 
     Built-ins come first, then entry points (unless autoloading is off), then modules
-    named by ``MEGAPLUG_PLUGINS`` / ``-p``. Blocking happens before import, so a
-    blocked plugin's code never runs.
+    named by ``MEGAPLUG_PLUGINS`` / ``-p``. A blocked plugin is never imported.
     """
 
     def __init__(self, selection: PluginSelection | None = None, *,
@@ -416,11 +401,8 @@ class PluginSet:
         self._add(record)
 
     def _registration_problem(self, plugin: Any, name: str) -> str | None:
-        """Register with pluggy, which validates each hook; ``None`` when all is well.
-
-        ``register`` refuses an argument the hook does not offer; ``check_pending``
-        refuses a hook name no spec declares (a misspelt ``validat``).
-        """
+        """Why pluggy (``register`` and ``check_pending``) or megaplug refuses the plugin's
+        hooks; ``None`` when all is well."""
         for hook in _implemented_hooks(plugin):
             options = getattr(plugin, hook).megaplug_impl
             refused = [option for option in _CALL_ORDER_OPTIONS if options.get(option)]
@@ -522,9 +504,6 @@ class PluginSet:
     def active(self) -> list[PluginRecord]:
         return [self.records[name] for name in self.order]
 
-    def inactive(self) -> list[PluginRecord]:
-        return [r for n, r in sorted(self.records.items()) if r.status != ACTIVE]
-
 
 #: Each hook's arguments, as its spec in ``hookspecs`` declares them.
 _SPEC_ARGUMENTS = {hook: frozenset(getattr(hookspecs, hook).__code__.co_varnames[
@@ -534,13 +513,11 @@ _CALL_OPTIONS_OFF = {"wrapper": False, "hookwrapper": False, "optionalhook": Fal
 
 
 def _plain_hooks(plugin: Any) -> dict[str, tuple[Any, tuple[str, ...]]] | None:
-    """The plugin's hook implementations with their argument names -- where pluggy would
-    certainly register them as they are: a module's functions or an object's methods
-    marked with ``@hookimpl`` and no option, each named after a hook and taking only its
-    arguments. ``None`` for anything else (every mistake among it), which pluggy then
-    examines and reports. Registering a thousand plugins with pluggy costs seconds
-    (each hook implementation is inserted into an ordered list), and the kernel calls
-    each plugin's hooks itself, so such plugins are registered only if ``manager`` is used.
+    """The plugin's hooks and their argument names, where pluggy would surely accept them
+    as they are (``@hookimpl`` functions or methods, no option, named after a hook, taking
+    only its arguments); ``None`` for anything else, which pluggy examines. The kernel
+    calls hooks itself, so such plugins reach pluggy (seconds for a thousand) only if
+    ``manager`` is used.
     """
     names = _attribute_names(plugin)
     if names is None:

@@ -13,13 +13,15 @@ class FlagDeclarations:
 
     ``add_options`` takes an options dataclass; ``add_argument`` takes argparse-style
     arguments (``action`` may be a name or ``argparse.BooleanOptionalAction``).
-    ``add_argument_group`` and ``add_mutually_exclusive_group`` return handles with the
-    same ``add_argument``, so code written against argparse groups ports directly.
+    ``add_argument_group`` and ``add_mutually_exclusive_group`` return handles like this
+    one, so code written against argparse groups ports directly.
     """
 
-    def __init__(self, table: "FlagTable", plugin: str) -> None:
+    def __init__(self, table: "FlagTable", plugin: str,
+                 exclusive: list[str] | None = None) -> None:
         self._table = table
         self.plugin = plugin
+        self._exclusive = exclusive  # a mutually exclusive group's dests
 
     def add_options(self, options_class: type) -> None:
         self._table.options_classes[self.plugin] = options_class
@@ -29,26 +31,17 @@ class FlagDeclarations:
     def add_argument(self, *option_strings: str, **kwargs: Any) -> FlagSpec:
         spec = spec_from_argparse(option_strings, kwargs, self.plugin)
         self._table.add(spec)
+        if self._exclusive is not None:
+            self._exclusive.append(spec.dest)
         return spec
 
     def add_argument_group(self, title: str = "", description: str = "") -> "FlagDeclarations":
         return self
 
-    def add_mutually_exclusive_group(self, required: bool = False) -> "_MutexGroup":
-        group = _MutexGroup(self)
-        self._table.mutex_groups.append(group.dests)
+    def add_mutually_exclusive_group(self, required: bool = False) -> "FlagDeclarations":
+        group = FlagDeclarations(self._table, self.plugin, exclusive=[])
+        self._table.mutex_groups.append(group._exclusive)  # type: ignore[arg-type]
         return group
-
-
-class _MutexGroup:
-    def __init__(self, owner: FlagDeclarations) -> None:
-        self._owner = owner
-        self.dests: list[str] = []
-
-    def add_argument(self, *option_strings: str, **kwargs: Any) -> FlagSpec:
-        spec = self._owner.add_argument(*option_strings, **kwargs)
-        self.dests.append(spec.dest)
-        return spec
 
 
 class FlagTable:
@@ -98,9 +91,6 @@ class FlagTable:
     def owner(self, dest: str) -> str | None:
         spec = self._first(dest)
         return spec.plugin if spec else None
-
-    def default(self, dest: str) -> Any:
-        return self.by_dest[dest][0].default
 
     def spelling(self, name: str) -> str:
         """The user-facing spelling for a dest or option string."""

@@ -15,8 +15,8 @@ Condition = Callable[[Any], bool]
 class RuleStep(FrozenRecord):
     """One declared rule: its function, its name, and the condition it runs under.
 
-    A step with a ``group`` stands for the rules a module lists (``"module:NAME"``), all
-    under the step's condition; the kernel imports them only once the condition holds.
+    A step with a ``group`` (``"module:NAME"``) stands for the rules that module lists,
+    imported only once the condition holds.
     """
 
     __slots__ = ("function", "name", "when", "group")
@@ -43,27 +43,30 @@ def _unloaded(_: Any) -> None:
     raise RuntimeError("a group of rules runs each of its rules, not itself")
 
 
+def _step(function: Rule | str, when: Condition | None) -> RuleStep:
+    """A declared rule, or a named group of rules under ``when``, as a step."""
+    if not isinstance(function, str):
+        return RuleStep(function, getattr(function, "__name__", None), when)
+    if when is None or ":" not in function:
+        raise TypeError("a rule must be callable, or name a module's list of rules "
+                        f"('module:NAME') under a condition (when=), got {function!r}")
+    return RuleStep(_unloaded, function, when, function)
+
+
 class Rules:
     """A plugin's normalizations, derivations and checks, declared as data.
 
-    Each rule is a small function of the draft; the kernel runs a phase's rules in the
-    order they are declared (after the plugin's own hook for that phase, if it has one),
-    names the rule in the provenance of every value it sets and in every problem it
-    reports, and reports a rule that raises without stopping the others. Declare rules
-    with decorators (``@rules.derive``), as a table (``Rules(validate=(check_a,
-    check_b))``), or in a group that runs only when a condition holds
-    (``rules.validate(check_a, check_b, when=uses_feature)``); give the plugin's rules
-    to the kernel as ``PluginInfo(rules=rules)``.
+    The kernel runs a phase's rules in declared order, after the plugin's own hook for
+    that phase, naming the rule in the provenance it records and the problems it reports;
+    a rule that raises is reported and the others still run. Declare rules with
+    decorators (``@rules.derive``), as a table (``Rules(validate=(check_a, check_b))``),
+    or as a group under a condition (``rules.validate(check_a, check_b, when=uses_x)``),
+    and pass them as ``PluginInfo(rules=rules)``.
 
-    A group under a condition may be named rather than imported:
-    ``rules.validate("my_plugin.checks:CHECKS", when=uses_feature)`` runs the rules that
-    module lists exactly as if they were given, but imports the module only in a resolve
-    where the condition holds (a plugin that is often switched off costs nothing then).
-
-    A feature whose presence changes what another plugin's rule should say takes that
-    rule over while it is in use: ``rules.supersede("parallel.check_x", when=uses_fsdp)``
-    skips the named rule whenever the condition holds, and the feature's own rules say
-    what applies instead. That is how a built-in rule stays free of feature settings.
+    A conditional group may be named instead (``rules.validate("pkg.checks:CHECKS",
+    when=uses_x)``): its module is imported only in a resolve where the condition holds.
+    ``rules.supersede("parallel.check_x", when=uses_fsdp)`` skips another plugin's rule
+    while the feature is in use, so a built-in rule stays free of feature settings.
     """
 
     __slots__ = ("steps", "superseded")
@@ -86,16 +89,7 @@ class Rules:
     def _declare(self, phase: str, rules: tuple[Rule | str, ...],
                  when: Condition | None) -> Any:
         def declare(*functions: Rule | str) -> Rule | str | None:
-            for function in functions:
-                if isinstance(function, str):
-                    if when is None or ":" not in function:
-                        raise TypeError("a rule must be callable, or name a module's list "
-                                        "of rules ('module:NAME') under a condition "
-                                        f"(when=), got {function!r}")
-                    self.steps[phase].append(RuleStep(_unloaded, function, when, function))
-                else:
-                    self.steps[phase].append(
-                        RuleStep(function, getattr(function, "__name__", None), when))
+            self.steps[phase].extend(_step(function, when) for function in functions)
             return functions[0] if functions else None
 
         return declare(*rules) if rules else declare

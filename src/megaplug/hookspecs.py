@@ -1,10 +1,9 @@
 """The four hooks a megaplug plugin may implement, and the phases its rules run in.
 
 This module is the plugin author's manual. A resolve runs the phases in this order, each
-phase calling every active plugin in the declared (topological) plugin order: first the
-plugin's hook of that phase, if it implements one, then the rules it declares for the
-phase with :class:`megaplug.Rules` (``PluginInfo(rules=...)``), which is the usual way
-to write them. Each contract below holds for a phase's hook and its rules alike.
+calling every active plugin in the declared plugin order: first the plugin's hook of that
+phase, if any, then the rules it declares for it with :class:`megaplug.Rules` (the usual
+way). Each contract below holds for a phase's hook and its rules alike.
 
 1. ``add_args``  - once per process: declare settings.
 2. (kernel)       - fill values: declared defaults, config files, environment, command
@@ -17,11 +16,10 @@ Problems from every phase are collected; the resolve fails once, at the end, wit
 them. A plugin names the plugins it must follow with ``PluginInfo(after=...)`` (or
 precede, with ``before=...``); registration and installation order never matter.
 
-pluggy validates every implementation when its plugin registers: a misspelt hook name or
-an argument the hook does not offer makes the plugin *broken*, named in the error. The
-kernel calls each plugin's hook on its own, in the declared order, so that a plugin that
-raises is reported and the others still run; pluggy's ``tryfirst``, ``trylast`` and
-wrapper options would reorder or wrap calls across plugins, so they are refused too.
+pluggy validates every implementation: a misspelt hook name or an argument the hook does
+not offer makes the plugin *broken*. The kernel calls each hook on its own, so that one
+that raises is reported and the others still run; pluggy's ``tryfirst``, ``trylast`` and
+wrapper options, which reorder or wrap calls across plugins, are refused.
 """
 
 from __future__ import annotations
@@ -34,11 +32,9 @@ if TYPE_CHECKING:
     from ._registry import FlagDeclarations
 
 
-# The markers set the attributes pluggy's HookspecMarker("megaplug") and
-# HookimplMarker("megaplug") set (pluggy reads them when a plugin registers), written out
-# so that a plugin module marking its hooks imports neither pluggy nor, through it,
-# ``inspect`` -- a large part of every process's start-up, where pluggy is seldom needed
-# (tests/kernel/test_plain_hooks.py holds them to pluggy's own).
+# The markers set what pluggy's HookspecMarker / HookimplMarker("megaplug") set, written
+# out so that marking a hook imports neither pluggy nor ``inspect`` (a large part of
+# start-up); tests/kernel/test_plain_hooks.py holds them to pluggy's own.
 
 def hookspec(function: Callable[..., Any]) -> Callable[..., Any]:
     """Mark a hook specification (``pluggy.HookspecMarker("megaplug")`` with no options)."""
@@ -72,9 +68,9 @@ def add_args(flags: "FlagDeclarations") -> None:
     """Declare this plugin's settings.
 
     Call ``flags.add_options(MyOptions)`` with an options dataclass (see
-    :class:`megaplug.Flag`), and/or ``flags.add_argument(...)`` like argparse. Every
-    option string and dest must be unique across all plugins; a clash is an error naming
-    both plugins. Called once per process; must not read configuration values.
+    :class:`megaplug.Flag`) and/or ``flags.add_argument(...)`` like argparse. An option
+    string or dest declared by two plugins is an error naming both. Called once per
+    process; must not read configuration values.
     """
 
 

@@ -125,6 +125,10 @@ def test_rules_as_a_table_and_their_repr():
                           "returns_problems))"
     with pytest.raises(TypeError, match="must be callable"):
         Rules(derive=("not a function",))
+    with pytest.raises(TypeError, match="must be callable, got 42"):
+        Rules(derive=(42,))
+    with pytest.raises(TypeError, match="must be callable"):
+        Rules().validate(double_lr, when="not a condition")
 
 
 class Feature:

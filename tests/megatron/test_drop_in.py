@@ -44,7 +44,7 @@ def _default_differs(dest: str) -> bool:
     """The two revisions declare a different default for this flag."""
     if dest not in MEGATRON_DEFAULTS or dest not in MEGAPLUG_TABLE:
         return False
-    return MEGATRON_DEFAULTS[dest] != MEGAPLUG_TABLE.default(dest)
+    return MEGATRON_DEFAULTS[dest] != MEGAPLUG_TABLE.by_dest[dest][0].default
 
 
 def _release_accepts_flags(case: dict) -> bool:
