@@ -225,13 +225,6 @@ def _entry_points() -> list[Any]:
     return entry_points()
 
 
-def _dist_of(entry_point: Any) -> tuple[str | None, str | None]:
-    if hasattr(entry_point, "distribution"):
-        return entry_point.distribution, entry_point.version
-    dist = getattr(entry_point, "dist", None)
-    return (None, None) if dist is None else (dist.metadata["Name"], dist.version)
-
-
 #: pluggy options that order or wrap calls across plugins; megaplug's order is declared.
 _CALL_ORDER_OPTIONS = ("tryfirst", "trylast", "hookwrapper", "wrapper")
 
@@ -334,8 +327,6 @@ class PluginSet:
         self._unregistered.clear()
         return self._manager
 
-    # -- loading ---------------------------------------------------------------------
-
     def _load_named(self, name: str) -> None:
         if name in self.records:
             return
@@ -345,9 +336,8 @@ class PluginSet:
         self._load_object(name, source="-p / MEGAPLUG_PLUGINS")
 
     def _load_entry_point(self, entry_point: Any, source: str = "entry point") -> None:
-        dist_name, dist_version = _dist_of(entry_point)
         facts = dict(entry_point=f"{entry_point.name} = {entry_point.value}",
-                     distribution=dist_name, version=dist_version)
+                     distribution=entry_point.distribution, version=entry_point.version)
         if entry_point.name in self.selection.block:
             self._add(PluginRecord(entry_point.name, BLOCKED, source, _BLOCKED,
                                    loader=entry_point.load, **facts))
@@ -455,8 +445,6 @@ class PluginSet:
                           "installed plugin has that name, so nothing was blocked", hint))
         return found
 
-    # -- ordering --------------------------------------------------------------------
-
     def _resolve_order(self) -> list[str]:
         """A topological order of the active plugins; ties go to the alphabetically first."""
         active = sorted(n for n, r in self.records.items() if r.status == ACTIVE)
@@ -499,8 +487,6 @@ class PluginSet:
             self.implementations.pop(name, None)
         return self._resolve_order()
 
-    # -- queries ---------------------------------------------------------------------
-
     def active(self) -> list[PluginRecord]:
         return [self.records[name] for name in self.order]
 
@@ -519,9 +505,15 @@ def _plain_hooks(plugin: Any) -> dict[str, tuple[Any, tuple[str, ...]]] | None:
     calls hooks itself, so such plugins reach pluggy (seconds for a thousand) only if
     ``manager`` is used.
     """
-    names = _attribute_names(plugin)
-    if names is None:
-        return None
+    if isinstance(plugin, types.ModuleType):
+        if "__dir__" in vars(plugin):  # only pluggy's own dir() can tell
+            return None
+        names = list(vars(plugin))
+    else:
+        try:
+            names = dir(plugin)
+        except Exception:  # noqa: BLE001  (an odd object): let pluggy look
+            return None
     found: dict[str, tuple[Any, tuple[str, ...]]] = {}
     for name in names:
         stored = _stored_attribute(plugin, name)
@@ -545,17 +537,6 @@ def _plain_hooks(plugin: Any) -> dict[str, tuple[Any, tuple[str, ...]]] | None:
             return None
         found[name] = (function, arguments)
     return found
-
-
-def _attribute_names(plugin: Any) -> list[str] | None:
-    """The names pluggy would look at on ``plugin``; ``None`` where only pluggy can tell
-    (a module defining ``__dir__``, an object whose ``dir()`` fails)."""
-    if isinstance(plugin, types.ModuleType):
-        return None if "__dir__" in vars(plugin) else list(vars(plugin))
-    try:
-        return dir(plugin)
-    except Exception:  # noqa: BLE001  (an odd object): let pluggy look
-        return None
 
 
 def _positional_arguments(function: Any, bound: bool) -> tuple[str, ...] | None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 import sys
 import types
-from importlib.metadata import EntryPoint
 
 import pytest
 from toy_plugins import Core, NeedsMissingPackage, Tracer
@@ -59,6 +58,11 @@ def test_unknown_required_plugin_is_a_clear_error(make_kernel):
         make_kernel(Tracer("a", after=("ghost",)))
 
 
+def test_two_plugins_with_one_name_are_a_clear_error(make_kernel):
+    with pytest.raises(PluginError, match="two plugins are named 'a'"):
+        make_kernel(Tracer("a"), Tracer("a"))
+
+
 def test_after_a_blocked_plugin_is_fine(make_kernel):
     kernel = make_kernel(Tracer("t0"), Tracer("a", after=("t0",)), block=("t0",))
     assert kernel.plugins.order == ["a"]
@@ -83,18 +87,10 @@ def test_blocked_plugin_flags_name_the_plugin(make_kernel):
     assert kernel.plugins.records["core"].status == "blocked"
 
 
-class _FakeDist:
-    def __init__(self, name):
-        self.metadata = {"Name": name}
-        self.version = "9.9"
-
-
 def _entry_point(name, value, dist):
-    entry_point = EntryPoint(name=name, value=value, group="megaplug")
-    try:
-        return entry_point._for(_FakeDist(dist))  # type: ignore[attr-defined]
-    except AttributeError:  # pragma: no cover - older importlib.metadata
-        return entry_point
+    from megaplug._discovery import EntryPointInfo
+
+    return EntryPointInfo(name, value, dist, "9.9")
 
 
 @pytest.fixture
