@@ -88,7 +88,7 @@ def test_blocked_plugin_flags_name_the_plugin(make_kernel):
 
 
 def _entry_point(name, value, dist):
-    from megaplug._discovery import EntryPointInfo
+    from megaplug.cache._entry_points import EntryPointInfo
 
     return EntryPointInfo(name, value, dist, "9.9")
 
