@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from typing import Literal, Optional
 
@@ -27,7 +28,9 @@ def test_dataclass_fields_become_flags_with_inferred_actions(make_kernel):
     assert specs(kernel, "verbose")[0].action == "store_true"
     assert specs(kernel, "sizes")[0].nargs == "+"
     assert specs(kernel, "partial")[0].option_strings == ("--partial", "--no-partial")
-    assert specs(kernel, "partial")[0].argparse_action == "BooleanOptionalAction"
+    strings, kwargs = specs(kernel, "partial")[0].argparse_call()
+    added = argparse.ArgumentParser().add_argument(*strings, **kwargs)
+    assert isinstance(added, argparse.BooleanOptionalAction)
     assert specs(kernel, "backend")[0].choices == tuple(Backend)
     assert specs(kernel, "rank")[0].kind == "env"
     assert specs(kernel, "ffn_hidden_size")[0].kind == "computed"
