@@ -1,8 +1,6 @@
-"""Declaring settings: the ``Flag`` / ``FromEnv`` / ``Computed`` markers and ``FlagSpec``.
-
-Each field of a plugin's options dataclass becomes one or more :class:`FlagSpec` records,
-the one description the parser, config files, ``megaplug flags`` and the docs work from.
-"""
+"""Declaring settings: the ``Flag`` / ``FromEnv`` / ``Computed`` markers on an options
+dataclass's fields, and :class:`FlagSpec`, the one description of a setting that the parser,
+config files, ``megaplug flags`` and the docs work from."""
 
 from __future__ import annotations
 
@@ -142,11 +140,10 @@ class FlagSpec(MutableRecord):
     def convert(self, raw: Any) -> Any:
         """``raw`` in this setting's type, or ``ValueError`` saying what is wrong with it.
 
-        The one conversion of every source: text (the command line, the environment), a
-        list of texts, or a loaded value (a config file, a caller's defaults, a checkpoint).
-        A loaded number must fit the type (``2.0`` is the int 2, ``2.5`` is not); an enum
-        member or a dtype is taken as it is; any other loaded value goes through ``type`` as
-        its JSON text (``[1, 0, 1]`` for a layer pattern). :meth:`check_choice` checks choices.
+        ``raw`` is text, a list of texts or a loaded value (a config file, a checkpoint). A
+        loaded number must fit the type (``2.0`` is the int 2, ``2.5`` is not); an enum member
+        or a dtype is taken as it is; any other loaded value goes through ``type`` as its JSON
+        text (``[1, 0, 1]`` for a layer pattern). Choices are :meth:`check_choice`'s job.
         """
         if raw is None:
             return raw
@@ -289,11 +286,9 @@ def enum_by_name(enum_class: type[enum.Enum]) -> Callable[[str], enum.Enum]:
 @functools.cache  # a few hundred fields share a handful of annotations (``Optional[int]``)
 def _infer(annotation: Any) -> dict[str, Any]:
     """What a field's type says about type, nargs and choices."""
-    base = annotation
-    if get_origin(base) in (typing.Union, types.UnionType):
-        args = get_args(base)
-        if len(args) == 2 and type(None) in args:
-            base = args[0] if args[1] is type(None) else args[1]
+    base, args = annotation, [a for a in get_args(annotation) if a is not type(None)]
+    if get_origin(base) in (typing.Union, types.UnionType) and len(args) == 1:
+        base = args[0]  # Optional[X] is X
     origin = get_origin(base)
     if origin in (list, tuple, typing.List, typing.Tuple):
         args = [a for a in get_args(base) if a is not Ellipsis]
@@ -491,12 +486,10 @@ def _take_marker_defaults(target: type) -> None:
 def options(cls: type | None = None, /) -> Any:
     """Declare a plugin's options dataclass — like ``@dataclass``, built cheaply.
 
-    The class is a real dataclass (``dataclasses.fields`` works), but its keyword-only
-    ``__init__``, ``__repr__`` and ``__eq__`` are shared methods, not code generated and
-    compiled per class: for a plugin of a hundred-odd settings that is most of its import
-    time, paid by every training rank. A marker written as a field's default
-    (``x: int = Flag(default=1)``) is kept for the kernel and the plain default left on the
-    class: the cheap form, building no ``Annotated`` alias per field.
+    A real dataclass whose keyword-only ``__init__``, ``__repr__`` and ``__eq__`` are shared
+    methods, not code compiled per class (most of a big plugin's import time, on every
+    rank). A marker written as a field's default (``x: int = Flag(default=1)``) is kept for
+    the kernel and the plain default left on the class: no ``Annotated`` alias per field.
     """
 
     def wrap(target: type) -> type:

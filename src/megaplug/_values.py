@@ -43,11 +43,7 @@ class TorchDType(FrozenRecord):
         return f"TorchDType({self.name!r})"
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, TorchDType):
-            return other.name == self.name
-        if type(other).__name__ == "dtype" and type(other).__module__ == "torch":
-            return str(other) == str(self)
-        return NotImplemented
+        return str(other) == str(self) if is_dtype(other) else NotImplemented
 
     __hash__ = FrozenRecord.__hash__  # defining __eq__ would otherwise unset it
 
@@ -70,10 +66,8 @@ def to_torch(value: Any) -> Any:
     """Replace :class:`TorchDType` (also inside lists and tuples) with real torch dtypes."""
     if isinstance(value, TorchDType):
         return value.to_torch()
-    if isinstance(value, list):
-        return [to_torch(v) for v in value]
-    if isinstance(value, tuple):
-        return tuple(to_torch(v) for v in value)
+    if type(value) in (list, tuple):
+        return type(value)(to_torch(v) for v in value)
     return value
 
 
