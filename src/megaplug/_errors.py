@@ -10,10 +10,9 @@ from ._record import FrozenRecord, MutableRecord
 class Problem(FrozenRecord):
     """One thing wrong with a configuration (or, among ``Resolved.warnings``, suspicious).
 
-    ``flags`` names the flags involved (option strings such as ``--num-experts`` or
-    dests such as ``num_experts``; the kernel shows dests as their primary spelling).
-    ``plugin`` and ``rule`` are filled in by the kernel with the plugin, and the declared
-    rule of it, that reported the problem.
+    ``flags`` names the flags involved (option strings such as ``--num-experts``, or dests,
+    shown as their primary spelling). The kernel fills in ``plugin`` and ``rule``: who
+    reported it.
     """
 
     __slots__ = ("message", "flags", "hint", "plugin", "rule")
@@ -57,22 +56,20 @@ def shorten(text: str, limit: int = MAX_PROBLEM_CHARS) -> str:
     return f"{text[:limit]}... ({len(text) - limit} more characters)"
 
 
-def report_lines(problems: Sequence[Problem], limit: int = MAX_PROBLEMS_SHOWN) -> list[str]:
-    """The lines of a problem report: a count, then each problem (at most ``limit`` of
-    them, each shortened), then how many were left out."""
+def report_lines(problems: Sequence[Problem]) -> list[str]:
+    """A count, each problem shortened (at most MAX_PROBLEMS_SHOWN), how many were left out."""
     count = len(problems)
     lines = [f"{count} problem{'s' if count != 1 else ''} in the configuration:"]
-    lines += [f"  - {shorten(str(problem))}" for problem in problems[:limit]]
-    if count > limit:
-        lines.append(f"  ... and {count - limit} more problems, not listed")
+    lines += [f"  - {shorten(str(problem))}" for problem in problems[:MAX_PROBLEMS_SHOWN]]
+    if count > MAX_PROBLEMS_SHOWN:
+        lines.append(f"  ... and {count - MAX_PROBLEMS_SHOWN} more problems, not listed")
     return lines
 
 
 class ConfigError(Exception):
-    """Raised once per resolve with every problem that was found.
+    """Raised once per resolve with every problem found (never none), one per line.
 
-    ``problems`` is never empty. ``str(error)`` lists them one per line. ``warnings`` are
-    the warnings the same resolve raised (a checkpoint that was skipped, a deprecated flag):
+    ``warnings`` are the same resolve's warnings (a skipped checkpoint, a deprecated flag):
     a failed resolve must not hide them.
     """
 
@@ -87,24 +84,21 @@ class PluginError(Exception):
 
 
 class ProblemSink(MutableRecord):
-    """Collects problems and warnings, stamping each with the plugin (and the rule of it)
-    currently speaking.
+    """Collects problems and warnings, stamping each with the plugin (and rule) speaking.
 
-    ``doubtful`` holds the settings a parse problem left in doubt (a value that could not
-    be read, a misspelt flag's intended setting, everything an unreadable config file might
-    have set): a plugin's problem involving one of them is a knock-on of that first
-    mistake, and the kernel does not report it.
+    ``doubtful`` holds the settings a parse problem left in doubt (an unreadable value, a
+    misspelt flag's intended setting, all an unreadable config file might have set): a
+    plugin's problem involving one of them is a knock-on of that first mistake, and the
+    kernel does not report it.
     """
 
     __slots__ = ("problems", "warnings", "current_plugin", "current_rule", "doubtful",
                  "unrecognized", "suggestions_left")
 
-    def __init__(self, problems: list[Problem] | None = None,
-                 warnings: list[Problem] | None = None,
-                 current_plugin: str | None = None) -> None:
+    def __init__(self, problems: list[Problem] | None = None) -> None:
         self.problems: list[Problem] = [] if problems is None else problems
-        self.warnings: list[Problem] = [] if warnings is None else warnings
-        self.current_plugin = current_plugin
+        self.warnings: list[Problem] = []
+        self.current_plugin: str | None = None
         self.current_rule: str | None = None
         self.doubtful: set[str] = set()
         #: Unrecognized arguments and settings met (past MAX_UNRECOGNIZED_SHOWN, only counted).

@@ -1,10 +1,6 @@
-"""Declaring settings: the ``Flag`` / ``FromEnv`` / ``Computed`` markers and ``FlagSpec``.
-
-A plugin describes its settings as an options dataclass whose fields carry one of these
-markers as its default or in ``Annotated`` metadata. The kernel turns each field into one
-or more :class:`FlagSpec` records, the single description every other part of megaplug
-(parser, config files, ``megaplug flags``, docs) works from.
-"""
+"""Declaring settings: the ``Flag`` / ``FromEnv`` / ``Computed`` markers on an options
+dataclass's fields, and :class:`FlagSpec`, the one description of a setting that the parser,
+config files, ``megaplug flags`` and the docs work from."""
 
 from __future__ import annotations
 
@@ -25,7 +21,6 @@ if TYPE_CHECKING:
     import dataclasses
 
 
-
 class _Missing:
     """A marker's ``default=`` when none is given (the field's default then applies)."""
 
@@ -39,26 +34,16 @@ class _Missing:
 # and must not import dataclasses (and through it ``inspect``) at start-up.
 MISSING: Any = _Missing()
 
-#: The actions a flag may use, and the argparse classes they stand for.
-_ARGPARSE_ACTION_NAMES = {
-    "store": "_StoreAction", "store_true": "_StoreTrueAction",
-    "store_false": "_StoreFalseAction", "store_const": "_StoreConstAction",
-    "boolean_optional": "BooleanOptionalAction", "append": "_AppendAction",
-    "count": "_CountAction",
-}
-ACTIONS = tuple(_ARGPARSE_ACTION_NAMES)
+ACTIONS = ("store", "store_true", "store_false", "store_const", "boolean_optional", "append",
+           "count")
 _BOOLEAN_ACTIONS = ("store_true", "store_false", "boolean_optional")
-#: How much of a value a conversion problem quotes (a 5,000-digit number is named by its
-#: start and how much was left out, not in full).
+#: How much of a value a conversion problem quotes (a 5,000-digit number is not quoted whole).
 _SHOWN_CHARS = 100
 
 
 class _Marker(Record):
-    """Shared value semantics of the markers: compared, hashed and shown by their fields.
-
-    A plugin module builds one marker per setting at import time -- about 900 of them on
-    every training rank -- so they are plain ``__slots__`` classes.
-    """
+    """Markers compare, hash and show by their fields. About 900 are built at import time
+    on every training rank, so they are plain ``__slots__`` classes."""
 
     __slots__ = ()
 
@@ -74,15 +59,13 @@ class Flag(_Marker):
     """Marks an options-dataclass field as a command-line flag.
 
     Write it as the field's default (``num_layers: Optional[int] = Flag(default=None,
-    help=...)``) or in ``Annotated`` metadata (``Annotated[Optional[int], Flag(help=...)] =
-    None``). Everything not given is inferred from the field: option string
-    ``--field-name``, ``type`` from the annotation (``Optional[X]`` is ``X``, ``list[X]``
-    gives ``nargs='+'``, an ``Enum`` is parsed by member name, ``Literal`` gives choices),
-    and ``store_true`` / ``store_false`` for ``bool`` fields defaulting to False / True.
-    Without ``default=`` a flag defaults as in argparse: None, or False for a ``bool``.
-    A field may carry several ``Flag`` markers in ``Annotated`` metadata that share its
-    dest (``--x`` / ``--no-x``); there ``default=`` overrides the field's default for
-    that spelling.
+    help=...)``) or in ``Annotated`` metadata. What is not given is inferred from the
+    field: option string ``--field-name``, ``type`` from the annotation (``Optional[X]`` is
+    ``X``, ``list[X]`` gives ``nargs='+'``, an ``Enum`` is parsed by member name, ``Literal``
+    gives choices), and ``store_true`` / ``store_false`` for a ``bool`` defaulting to False /
+    True. Without ``default=`` a flag defaults as in argparse: None, or False for a ``bool``.
+    Several ``Flag`` markers in ``Annotated`` metadata share the field's dest (``--x`` /
+    ``--no-x``); there ``default=`` is that spelling's default.
     """
 
     __slots__ = ("option_strings", "help", "action", "type", "choices", "nargs", "const",
@@ -123,8 +106,8 @@ _MARKER_TYPES = (Flag, FromEnv, Computed)
 class FlagSpec(MutableRecord):
     """The kernel's record of one setting: a flag spelling set, an env value or a computed one.
 
-    ``kind`` is ``"flag"``, ``"env"`` or ``"computed"``. Several flag specs may share a
-    dest when they come from the same plugin (``--x`` and ``--no-x``).
+    ``kind`` is ``"flag"``, ``"env"`` or ``"computed"``. Several flag specs of one plugin
+    may share a dest (``--x`` and ``--no-x``).
     """
 
     __slots__ = ("dest", "plugin", "kind", "option_strings", "action", "type", "default",
@@ -146,10 +129,6 @@ class FlagSpec(MutableRecord):
                                                       type(self.type).__name__)
 
     @property
-    def argparse_action(self) -> str:
-        return _ARGPARSE_ACTION_NAMES[self.action]
-
-    @property
     def primary(self) -> str:
         """The spelling shown in messages: the first option string, else the dest."""
         return self.option_strings[0] if self.option_strings else self.dest
@@ -161,13 +140,10 @@ class FlagSpec(MutableRecord):
     def convert(self, raw: Any) -> Any:
         """``raw`` in this setting's type, or ``ValueError`` saying what is wrong with it.
 
-        The one conversion of every source. ``raw`` is text (the command line, the
-        environment), a list of texts (a flag taking several values), or a value already
-        loaded (a YAML or JSON config file, a caller's defaults, a checkpoint). Text goes
-        through the flag's ``type`` as argparse would; a loaded number must fit the type
-        (``2.0`` is the int 2, ``2.5`` is not); an enum member or a dtype is taken as it
-        is; any other loaded value goes through ``type`` as its JSON text (``[1, 0, 1]``
-        for a layer pattern). Choices are checked separately, by :meth:`check_choice`.
+        ``raw`` is text, a list of texts or a loaded value (a config file, a checkpoint). A
+        loaded number must fit the type (``2.0`` is the int 2, ``2.5`` is not); an enum member
+        or a dtype is taken as it is; any other loaded value goes through ``type`` as its JSON
+        text (``[1, 0, 1]`` for a layer pattern). Choices are :meth:`check_choice`'s job.
         """
         if raw is None:
             return raw
@@ -233,11 +209,8 @@ class FlagSpec(MutableRecord):
                                                      else [value]))
 
     def argparse_call(self) -> tuple[tuple[str, ...], dict[str, Any]]:
-        """This flag as ``parser.add_argument(*strings, **kwargs)`` arguments.
-
-        The one translation from a spec to argparse, for ``--help`` and for callers that
-        want a plain argparse parser of megaplug's flags.
-        """
+        """This flag as ``parser.add_argument(*strings, **kwargs)`` arguments: the one
+        translation to argparse, for ``--help`` and for a plain parser of megaplug's flags."""
         import argparse
 
         strings, kwargs = self.option_strings, {
@@ -257,9 +230,8 @@ class FlagSpec(MutableRecord):
 
 
 def _plain_value(raw: Any) -> Any:
-    """``raw`` if it is a value a setting can hold -- None, a bool, an int, a finite float,
-    text, an enum member, a dtype, or lists, tuples and mappings of these -- else ValueError
-    (a tensor or any other object a checkpoint or a caller may carry)."""
+    """``raw`` if a setting can hold it -- None, a bool, an int, a finite float, text, an
+    enum member, a dtype, or lists, tuples and mappings of these -- else ValueError."""
     # a loop, not recursion, over each container once: a pickle may nest a list 100,000
     # deep, or hold itself
     pending, seen = [raw], set()
@@ -279,8 +251,7 @@ def _plain_value(raw: Any) -> Any:
 
 
 def _shown(raw: Any) -> str:
-    """A loaded value in a message: its repr, and its type where the repr hides it (a
-    checkpoint's ``tensor(4)``, a caller's ``np.int64(4)``)."""
+    """A loaded value in a message, with its type where the repr hides it (``tensor(4)``)."""
     kind = type(raw)
     shown = shorten(repr(raw), _SHOWN_CHARS)
     if raw is None or kind in (bool, int, float, str, list, dict, tuple):
@@ -312,46 +283,29 @@ def enum_by_name(enum_class: type[enum.Enum]) -> Callable[[str], enum.Enum]:
 
 # -- from an options dataclass or an add_argument call to specs ---------------------------
 
-_INFERRED: dict[Any, dict[str, Any]] = {}
-_SPEC_CACHE: dict[type, list[tuple[Any, ...]]] = {}
-
-
+@functools.cache  # a few hundred fields share a handful of annotations (``Optional[int]``)
 def _infer(annotation: Any) -> dict[str, Any]:
-    """What a field's type says about type, nargs and choices (cached: a few hundred fields
-    share a handful of annotations such as ``Optional[int]``)."""
-    try:
-        return _INFERRED[annotation]
-    except (KeyError, TypeError):  # not seen yet, or unhashable (then never cached)
-        pass
-    base = annotation
-    if get_origin(base) in (typing.Union, types.UnionType):
-        args = get_args(base)
-        if len(args) == 2 and type(None) in args:
-            base = args[0] if args[1] is type(None) else args[1]
-    origin, inferred = get_origin(base), {}
+    """What a field's type says about type, nargs and choices."""
+    base, args = annotation, [a for a in get_args(annotation) if a is not type(None)]
+    if get_origin(base) in (typing.Union, types.UnionType) and len(args) == 1:
+        base = args[0]  # Optional[X] is X
+    origin = get_origin(base)
     if origin in (list, tuple, typing.List, typing.Tuple):
         args = [a for a in get_args(base) if a is not Ellipsis]
-        inferred = {**(_infer(args[0]) if args else {}), "nargs": "+"}
-    elif origin is typing.Literal:
-        inferred = {"type": type(get_args(base)[0]), "choices": get_args(base)}
-    elif isinstance(base, type) and issubclass(base, enum.Enum):
-        inferred = {"type": enum_by_name(base), "choices": tuple(base)}
-    elif base in (int, float, str):
-        inferred = {"type": base}
-    elif base is bool:
-        inferred = {"is_bool": True}
-    try:
-        _INFERRED[annotation] = inferred
-    except TypeError:
-        pass
-    return inferred
+        return {**(_infer(args[0]) if args else {}), "nargs": "+"}
+    if origin is typing.Literal:
+        return {"type": type(get_args(base)[0]), "choices": get_args(base)}
+    if isinstance(base, type) and issubclass(base, enum.Enum):
+        return {"type": enum_by_name(base), "choices": tuple(base)}
+    if base in (int, float, str):
+        return {"type": base}
+    return {"is_bool": True} if base is bool else {}
 
 
+@functools.cache
 def _field_markers(options_class: type) -> list[tuple[Any, ...]]:
-    """(field, annotation, markers) for each field, cached per class. ``@options`` keeps the
-    markers written as defaults in ``__megaplug_markers__`` (base classes first)."""
-    if options_class in _SPEC_CACHE:
-        return _SPEC_CACHE[options_class]
+    """(field, annotation, markers) for each field. ``@options`` keeps the markers written
+    as defaults in ``__megaplug_markers__`` (base classes first)."""
     declared: dict[str, tuple[Any, ...]] = {}
     for klass in reversed(options_class.__mro__):
         declared.update(klass.__dict__.get("__megaplug_markers__", {}))
@@ -372,7 +326,6 @@ def _field_markers(options_class: type) -> list[tuple[Any, ...]]:
         if not markers and isinstance(field.default, _MARKER_TYPES):
             markers = (field.default,)  # a plain @dataclass with a marker as the default
         rows.append((field, annotation, markers))
-    _SPEC_CACHE[options_class] = rows
     return rows
 
 
@@ -381,11 +334,9 @@ def _field_default(field: dataclasses.Field, annotation: Any) -> Any:  # type: i
 
     if isinstance(field.default, _MARKER_TYPES):
         return _marker_default(field.default, annotation)
-    if field.default is not NO_DEFAULT:
-        return field.default
     if field.default_factory is not NO_DEFAULT:  # type: ignore[misc]
         return field.default_factory()  # type: ignore[misc]
-    return None
+    return None if field.default is NO_DEFAULT else field.default
 
 
 def _marker_default(marker: Any, annotation: Any) -> Any:
@@ -405,10 +356,6 @@ def _marker_default(marker: Any, annotation: Any) -> Any:
 
 def specs_from_options(options_class: type, plugin: str) -> list[FlagSpec]:
     """Turn an options dataclass into flag specs (one per marker; unmarked fields are flags)."""
-    import dataclasses
-
-    if not dataclasses.is_dataclass(options_class):
-        raise TypeError(f"{options_class!r} is not a dataclass")
     specs: list[FlagSpec] = []
     for field, annotation, markers in _field_markers(options_class):
         default, inferred = _field_default(field, annotation), _infer(annotation)
@@ -457,9 +404,6 @@ def _with_negatives(option_strings: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(result)
 
 
-_ARGPARSE_KEYWORDS = ("type", "choices", "nargs", "const", "metavar", "default")
-
-
 def spec_from_argparse(option_strings: Sequence[str], kwargs: dict[str, Any],
                        plugin: str) -> FlagSpec:
     """A spec from a plain ``add_argument(*option_strings, **kwargs)`` call, read as the
@@ -474,7 +418,8 @@ def spec_from_argparse(option_strings: Sequence[str], kwargs: dict[str, Any],
     longs = [o for o in option_strings if o.startswith("--")] or list(option_strings)
     dest = kwargs.pop("dest", None) or longs[0].lstrip("-").replace("-", "_")
     help_text = kwargs.pop("help", "") or ""
-    unsupported = sorted(set(kwargs) - set(_ARGPARSE_KEYWORDS))
+    unsupported = sorted(set(kwargs) - {"type", "choices", "nargs", "const", "metavar",
+                                        "default"})
     if unsupported:
         raise ValueError(f"unsupported add_argument options {unsupported} for "
                          f"{tuple(option_strings)}")
@@ -486,21 +431,10 @@ def spec_from_argparse(option_strings: Sequence[str], kwargs: dict[str, Any],
 
 # -- the options decorator ---------------------------------------------------------------
 
-_FIELDS_CACHE: dict[type, tuple[dataclasses.Field, ...]] = {}  # type: ignore[type-arg]
-
-
-def _fields_of(cls: type) -> tuple[dataclasses.Field, ...]:  # type: ignore[type-arg]
-    if cls not in _FIELDS_CACHE:
-        import dataclasses
-
-        _FIELDS_CACHE[cls] = dataclasses.fields(cls)
-    return _FIELDS_CACHE[cls]
-
-
 def _options_init(self: Any, **values: Any) -> None:
     from dataclasses import MISSING as NO_DEFAULT
 
-    for field in _fields_of(type(self)):
+    for field in self.__megaplug_fields__:
         if field.name in values:
             value = values.pop(field.name)
         elif field.default is not NO_DEFAULT:
@@ -516,14 +450,14 @@ def _options_init(self: Any, **values: Any) -> None:
 
 
 def _options_repr(self: Any) -> str:
-    inner = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in _fields_of(type(self)))
+    inner = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in self.__megaplug_fields__)
     return f"{type(self).__name__}({inner})"
 
 
 def _options_eq(self: Any, other: object) -> bool:
     if type(other) is not type(self):
         return NotImplemented
-    return all(getattr(self, f.name) == getattr(other, f.name) for f in _fields_of(type(self)))
+    return all(getattr(self, f.name) == getattr(other, f.name) for f in self.__megaplug_fields__)
 
 
 def _take_marker_defaults(target: type) -> None:
@@ -552,15 +486,10 @@ def _take_marker_defaults(target: type) -> None:
 def options(cls: type | None = None, /) -> Any:
     """Declare a plugin's options dataclass — like ``@dataclass``, built cheaply.
 
-    The class is a real dataclass (``dataclasses.fields`` works, its instances are the
-    typed views ``Resolved.options`` returns), but its ``__init__`` (keyword-only),
-    ``__repr__`` and ``__eq__`` are shared generic methods instead of code generated and
-    compiled per class: for a plugin with a hundred-odd settings that generation is most
-    of its import time, paid again by every training rank at start-up.
-
-    A field's marker may be written as its default (``x: int = Flag(default=1, help=...)``):
-    the decorator keeps the marker for the kernel and leaves the plain default on the
-    class. That is the cheap form -- it builds no ``Annotated`` alias per field.
+    A real dataclass whose keyword-only ``__init__``, ``__repr__`` and ``__eq__`` are shared
+    methods, not code compiled per class (most of a big plugin's import time, on every
+    rank). A marker written as a field's default (``x: int = Flag(default=1)``) is kept for
+    the kernel and the plain default left on the class: no ``Annotated`` alias per field.
     """
 
     def wrap(target: type) -> type:
@@ -568,6 +497,7 @@ def options(cls: type | None = None, /) -> Any:
 
         _take_marker_defaults(target)
         made = dataclasses.dataclass(target, init=False, repr=False, eq=False)
+        made.__megaplug_fields__ = dataclasses.fields(made)  # type: ignore[attr-defined]
         made.__init__ = _options_init  # type: ignore[misc]
         made.__repr__ = _options_repr  # type: ignore[method-assign]
         made.__eq__ = _options_eq  # type: ignore[method-assign]

@@ -1,11 +1,9 @@
 """Layer-pattern expressions such as ``([1]*3+[0]*1)*3``, parsed without ``eval``.
 
 The language is integers, lists of integers, ``+``, ``*`` and parentheses, with Python's
-meaning: ``list + list`` concatenates, ``list * int`` and ``int * list`` repeat,
-``int + int`` and ``int * int`` are arithmetic. Python's own parser reads the expression
-(``ast.parse``), after a character check, and only those nodes are evaluated; anything
-else is rejected with a message that points at the offending character. Results are
-capped so a short string cannot ask for gigabytes (``[1]*10**9`` style inputs fail cleanly).
+meaning. ``ast.parse`` reads the expression after a character check, and only those nodes
+are evaluated; anything else is refused with its position. Results are capped, so a short
+string cannot ask for gigabytes (``[1]*10**9``).
 """
 
 from __future__ import annotations
@@ -68,9 +66,10 @@ def _check_characters(text: str) -> None:
 def _value(node: ast.AST, text: str) -> Value:
     """The value of a node of the language; any other node is refused."""
     import ast
+
     position = getattr(node, "col_offset", 0) + len(text) - len(text.lstrip())
     if isinstance(node, ast.Constant) and type(node.value) is int:
-        return _check_int(node.value, text)
+        return _checked(node.value, text)
     if isinstance(node, ast.List):
         items = [_value(element, text) for element in node.elts]
         if any(isinstance(item, list) for item in items):
@@ -78,14 +77,27 @@ def _value(node: ast.AST, text: str) -> Value:
                                f"in {text!r})")
         return items
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult)):
-        combine = _add if isinstance(node.op, ast.Add) else _multiply
-        return combine(_value(node.left, text), _value(node.right, text), text, position)
+        left, right = _value(node.left, text), _value(node.right, text)
+        where = f"at position {position} in {text!r}"
+        if isinstance(node.op, ast.Add):
+            if type(left) is not type(right):
+                raise PatternError(f"cannot add a list and a number {where}")
+            return _checked(left + right, text)  # type: ignore[operator]
+        if isinstance(left, list) and isinstance(right, list):
+            raise PatternError(f"cannot multiply two lists {where}")
+        if isinstance(left, list) or isinstance(right, list):
+            items, count = (left, right) if isinstance(left, list) else (right, left)
+            _check_length(len(items) * count, text)  # type: ignore[arg-type]  # before building
+        return _checked(left * right, text)  # type: ignore[operator]
     raise PatternError(f"unsupported expression at position {position} in {text!r} (only "
                        "integers, lists of integers, '+', '*' and parentheses)")
 
 
-def _check_int(value: int, text: str) -> int:
-    if value > MAX_INT:
+def _checked(value: Value, text: str) -> Value:
+    """``value`` if within the caps: an int up to MAX_INT, a list up to MAX_LENGTH long."""
+    if isinstance(value, list):
+        _check_length(len(value), text)
+    elif value > MAX_INT:
         raise PatternError(f"number too large in {text!r} (limit {MAX_INT})")
     return value
 
@@ -93,22 +105,3 @@ def _check_int(value: int, text: str) -> int:
 def _check_length(length: int, text: str) -> None:
     if length > MAX_LENGTH:
         raise PatternError(f"pattern {text!r} expands to {length} entries (limit {MAX_LENGTH})")
-
-
-def _add(left: Value, right: Value, text: str, position: int) -> Value:
-    if isinstance(left, int) and isinstance(right, int):
-        return _check_int(left + right, text)
-    if isinstance(left, list) and isinstance(right, list):
-        _check_length(len(left) + len(right), text)
-        return left + right
-    raise PatternError(f"cannot add a list and a number at position {position} in {text!r}")
-
-
-def _multiply(left: Value, right: Value, text: str, position: int) -> Value:
-    if isinstance(left, int) and isinstance(right, int):
-        return _check_int(left * right, text)
-    if isinstance(left, list) and isinstance(right, list):
-        raise PatternError(f"cannot multiply two lists at position {position} in {text!r}")
-    items, count = (left, right) if isinstance(left, list) else (right, left)
-    _check_length(len(items) * count, text)  # type: ignore[arg-type]
-    return items * count  # type: ignore[operator]

@@ -1,14 +1,15 @@
 """Small value classes for the kernel's records, without ``@dataclass``.
 
-``@dataclass`` compiles ``__init__``, ``__repr__`` and ``__eq__`` for each class when its
-module is imported, a third of the kernel's import time on every training rank. So the
-records are ``__slots__`` classes whose typed ``__init__`` ends with ``self._fill(locals())``,
-and get equality, hashing and ``repr`` by field from these bases.
+``@dataclass`` compiles code per class at import, a third of the kernel's import time on every
+training rank. So records are ``__slots__`` classes whose typed ``__init__`` ends with
+``self._fill(locals())``, with equality, hashing and ``repr`` by field from these bases.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+_SETTERS: dict[type, tuple[tuple[str, Any], ...]] = {}
 
 
 class Record:
@@ -22,7 +23,11 @@ class Record:
         """Set every field from ``values`` (the ``locals()`` of ``__init__``)."""
         # Through the slots' own setters, looked up once per class: half the time of
         # object.__setattr__ by name, for the ~1,000 provenance records of every resolve.
-        setters = _SETTERS.get(type(self)) or _slot_setters(type(self))
+        cls = type(self)
+        setters = _SETTERS.get(cls)
+        if setters is None:
+            setters = _SETTERS[cls] = tuple((name, getattr(cls, name).__set__)
+                                            for name in cls.__slots__)
         for name, setter in setters:
             setter(self, values[name])
 
@@ -41,14 +46,6 @@ class Record:
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__
                           if name not in self._hidden)
         return f"{type(self).__name__}({shown})"
-
-
-_SETTERS: dict[type, tuple[tuple[str, Any], ...]] = {}
-
-
-def _slot_setters(cls: type) -> tuple[tuple[str, Any], ...]:
-    _SETTERS[cls] = tuple((name, getattr(cls, name).__set__) for name in cls.__slots__)
-    return _SETTERS[cls]
 
 
 class FrozenRecord(Record):

@@ -1,10 +1,9 @@
 """Value types that stand in for heavy ones, and the JSON and YAML forms of resolved values.
 
 Output is strict: JSON that any parser reads (RFC 8259: no ``NaN`` or ``Infinity``) and YAML
-that megaplug's own config reading turns back into the same values. A float that is not
-finite -- only ``clip_grad`` may be given one (``inf``: never clip), though a plugin could
-derive one -- is written as the text ``"inf"``, ``"-inf"`` or ``"nan"``, which a float
-setting reads back as the same number.
+that megaplug's config reading turns back into the same values. A float that is not finite
+(``--clip-grad inf``, or one a plugin derives) is written as the text ``"inf"``, ``"-inf"``
+or ``"nan"``, which a float setting reads back as the same number.
 """
 
 from __future__ import annotations
@@ -14,13 +13,15 @@ import importlib
 import math
 from typing import Any
 
+from ._record import FrozenRecord
+
 _TORCH_DTYPE_NAMES = frozenset(
     {"float32", "float16", "bfloat16", "float64", "float8_e4m3fn", "float8_e5m2", "int8",
      "uint8", "int32", "int64", "bool"}
 )
 
 
-class TorchDType:
+class TorchDType(FrozenRecord):
     """A torch dtype by name, without importing torch.
 
     ``str()`` is ``'torch.bfloat16'`` like a real dtype's; equality holds with a real
@@ -33,10 +34,7 @@ class TorchDType:
         name = name.removeprefix("torch.")
         if name not in _TORCH_DTYPE_NAMES:
             raise ValueError(f"unknown torch dtype {name!r}")
-        object.__setattr__(self, "name", name)
-
-    def __setattr__(self, key: str, value: Any) -> None:
-        raise AttributeError("TorchDType is immutable")
+        self._fill(locals())
 
     def __str__(self) -> str:
         return f"torch.{self.name}"
@@ -45,14 +43,9 @@ class TorchDType:
         return f"TorchDType({self.name!r})"
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, TorchDType):
-            return other.name == self.name
-        if type(other).__name__ == "dtype" and type(other).__module__ == "torch":
-            return str(other) == str(self)
-        return NotImplemented
+        return str(other) == str(self) if is_dtype(other) else NotImplemented
 
-    def __hash__(self) -> int:
-        return hash(("TorchDType", self.name))
+    __hash__ = FrozenRecord.__hash__  # defining __eq__ would otherwise unset it
 
     def __reduce__(self) -> tuple[type, tuple[str]]:
         return (TorchDType, (self.name,))  # immutable: rebuilt from its name, not set
@@ -73,19 +66,15 @@ def to_torch(value: Any) -> Any:
     """Replace :class:`TorchDType` (also inside lists and tuples) with real torch dtypes."""
     if isinstance(value, TorchDType):
         return value.to_torch()
-    if isinstance(value, list):
-        return [to_torch(v) for v in value]
-    if isinstance(value, tuple):
-        return tuple(to_torch(v) for v in value)
+    if type(value) in (list, tuple):
+        return type(value)(to_torch(v) for v in value)
     return value
 
 
 def float_or_infinity(text: str) -> float:
     """The ``type=`` of a float setting where infinity means something: a finite number or
-    ``inf`` (``--clip-grad inf``: measure the gradient norm, never clip).
-
-    Every other float setting takes finite numbers only (the kernel refuses ``inf`` and
-    ``nan`` for them); NaN and -inf are refused here too, as no setting can mean them.
+    ``inf`` (``--clip-grad inf``: measure the gradient norm, never clip). Every other float
+    setting takes finite numbers only; NaN and -inf no setting can mean.
     """
     value = float(text)
     if math.isnan(value) or value == -math.inf:
@@ -99,10 +88,6 @@ def float_or_infinity(text: str) -> float:
 float_or_infinity.__name__ = "float"
 
 
-#: The text a float that is not finite is written as, and read back from.
-_NON_FINITE = {math.inf: "inf", -math.inf: "-inf"}
-
-
 def encode(value: Any) -> Any:
     """JSON form of a resolved value: dtypes as ``'torch.x'``, enums as ``'Class.member'``,
     tuples as lists, sets as sorted lists, floats that are not finite as ``'inf'``,
@@ -112,7 +97,7 @@ def encode(value: Any) -> Any:
     if isinstance(value, enum.Enum):
         return f"{type(value).__name__}.{value.name}"
     if isinstance(value, float) and not math.isfinite(value):
-        return _NON_FINITE.get(value, "nan")
+        return str(value)  # 'inf', '-inf', 'nan': what a float setting reads back
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, (list, tuple)):
@@ -125,8 +110,7 @@ def encode(value: Any) -> Any:
 
 
 def to_json(data: Any, *, indent: int | None = 1, sort_keys: bool = False) -> str:
-    """Strict JSON text of JSON-able ``data`` (a resolved value goes through :func:`encode`
-    first): a float that is not finite is written as its text, as :func:`encode` does.
+    """Strict JSON text of JSON-able ``data``, floats that are not finite written as text.
 
     ``allow_nan=False`` is the guarantee: nothing megaplug prints holds ``NaN`` or
     ``Infinity``, which ``JSON.parse`` refuses and jq silently changes.

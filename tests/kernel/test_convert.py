@@ -122,3 +122,8 @@ def test_one_argparse_translation_keeps_const_and_choices(kernel):
     assert parsed.backend is Backend.flash and parsed.flip is False
     assert parsed.tag == ["x"] and parsed.sizes == [1] and parsed.shuffle is True
     assert "{flash,fused,auto}" in kernel.parser().format_help()
+
+
+def test_a_store_const_value_is_taken_as_loaded(kernel):
+    """A loaded value for a store_const flag is not text: it stays the value it was."""
+    assert kernel.convert("preset", 7, source="config") == 7

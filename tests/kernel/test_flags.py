@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from typing import Literal, Optional
 
@@ -27,7 +28,9 @@ def test_dataclass_fields_become_flags_with_inferred_actions(make_kernel):
     assert specs(kernel, "verbose")[0].action == "store_true"
     assert specs(kernel, "sizes")[0].nargs == "+"
     assert specs(kernel, "partial")[0].option_strings == ("--partial", "--no-partial")
-    assert specs(kernel, "partial")[0].argparse_action == "BooleanOptionalAction"
+    strings, kwargs = specs(kernel, "partial")[0].argparse_call()
+    added = argparse.ArgumentParser().add_argument(*strings, **kwargs)
+    assert isinstance(added, argparse.BooleanOptionalAction)
     assert specs(kernel, "backend")[0].choices == tuple(Backend)
     assert specs(kernel, "rank")[0].kind == "env"
     assert specs(kernel, "ffn_hidden_size")[0].kind == "computed"
@@ -247,3 +250,34 @@ def test_markers_compare_hash_and_show_by_value():
             == "Flag(option_strings=('--x',), help='X.', default=3)")
     with pytest.raises(ValueError, match="unknown action 'stor'"):
         Flag(action="stor")
+
+
+def test_an_options_class_needs_its_settings_without_defaults():
+    @options
+    class Required:
+        width: int
+
+    assert Required(width=3).width == 3
+    with pytest.raises(TypeError, match="Required\\(\\) missing setting 'width'"):
+        Required()
+
+
+class _BadArgparse:
+    megaplug_plugin = PluginInfo(name="bad")
+
+    def __init__(self, **kwargs):
+        self.kwargs = kwargs
+
+    @hookimpl
+    def add_args(self, flags):
+        flags.add_argument("--odd", **self.kwargs)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"action": "extend"}, "unsupported action 'extend' for \\('--odd',\\)"),
+    ({"version": "1.0"}, "unsupported add_argument options \\['version'\\] for"),
+])
+def test_an_argparse_call_megaplug_cannot_honour_is_refused(make_kernel, kwargs, message):
+    kernel = make_kernel(_BadArgparse(**kwargs))
+    with pytest.raises(ConfigError, match=message):
+        kernel.resolve([], environ={})

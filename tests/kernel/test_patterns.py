@@ -97,3 +97,8 @@ def test_arbitrary_text_either_parses_or_raises_pattern_error(text):
     except PatternError:
         return
     assert isinstance(value, (int, list))
+
+
+def test_a_pattern_must_be_text():
+    with pytest.raises(PatternError, match="expected a string, got list"):
+        parse_pattern([1, 0])  # type: ignore[arg-type]

@@ -49,7 +49,8 @@ def test_mutable_records_change_and_are_unhashable():
     assert spec.deprecated_spellings == ("--learning-rate",)
     with pytest.raises(TypeError, match="unhashable"):
         hash(spec)
-    sink = ProblemSink(current_plugin="model")
+    sink = ProblemSink()
+    sink.current_plugin = "model"
     sink.error("bad", flags=["--x"], hint="fix")
     assert sink.problems == [Problem("bad", ("--x",), "fix", "model")]
 
