@@ -17,42 +17,30 @@ from ._version import __version__
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 
-_EXPORTS = {
-    "Computed": "._options",
-    "ConfigError": "._errors",
-    "Draft": "._config",
-    "Flag": "._options",
-    "FlagDeclarations": "._registry",
-    "FromEnv": "._options",
-    "Kernel": "._kernel",
-    "PatternError": "._patterns",
-    "PluginError": "._errors",
-    "PluginInfo": "._plugins",
-    "Problem": "._errors",
-    "Provenance": "._config",
-    "Requirement": "._plugins",
-    "Resolved": "._config",
-    "Rules": "._rules",
-    "TargetEnvironment": ".target",
-    "TorchDType": "._values",
-    "enum_by_name": "._options",
-    "float_or_infinity": "._values",
-    "hookimpl": ".hookspecs",
-    "load": "._api",
-    "options": "._options",
-    "parse_pattern": "._patterns",
-    "resolve": "._api",
+#: The public names, by the module that defines them; each is imported on first use.
+_MODULES = {
+    "._api": ("load", "resolve"),
+    "._config": ("Draft", "Provenance", "Resolved"),
+    "._errors": ("ConfigError", "PluginError", "Problem"),
+    "._kernel": ("Kernel",),
+    "._options": ("Computed", "Flag", "FromEnv", "enum_by_name", "options"),
+    "._patterns": ("PatternError", "parse_pattern"),
+    "._plugins": ("PluginInfo", "Requirement"),
+    "._registry": ("FlagDeclarations",),
+    "._rules": ("Rules",),
+    "._values": ("TorchDType", "float_or_infinity"),
+    ".target": ("TargetEnvironment",),
+    ".hookspecs": ("hookimpl",),
 }
+_EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
 
-# Spelled out (sorted, as before) rather than computed from _EXPORTS, so that linters and
-# type checkers see the re-exports; tests/kernel/test_exports.py keeps the two in step.
+# Spelled out (sorted) rather than computed from _EXPORTS, so that linters and type checkers
+# see the re-exports; tests/kernel/test_exports.py keeps the two in step.
 __all__ = [
     "Computed", "ConfigError", "Draft", "Flag", "FlagDeclarations", "FromEnv", "Kernel",
-    "PatternError",
-    "PluginError", "PluginInfo", "Problem", "Provenance", "Requirement", "Resolved", "Rules",
-    "TargetEnvironment", "TorchDType", "__version__", "enum_by_name", "float_or_infinity",
-    "hookimpl", "load",
-    "options", "parse_pattern", "resolve",
+    "PatternError", "PluginError", "PluginInfo", "Problem", "Provenance", "Requirement",
+    "Resolved", "Rules", "TargetEnvironment", "TorchDType", "__version__", "enum_by_name",
+    "float_or_infinity", "hookimpl", "load", "options", "parse_pattern", "resolve",
 ]
 
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ._config import Resolved
 from ._kernel import Kernel
@@ -14,22 +13,6 @@ from .sources._config_files import take_config_files
 from .target import TargetEnvironment
 
 _KERNELS: dict[tuple[Any, ...], Kernel] = {}
-
-
-@contextlib.contextmanager
-def collection_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while plugins are imported and declared.
-
-    That step allocates thousands of long-lived objects (annotations, flag specs) and
-    frees almost nothing, so the collector's passes over it are pure start-up cost.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def load(argv: Sequence[str] = (), *, environ: Mapping[str, str] | None = None,
@@ -49,9 +32,16 @@ def load(argv: Sequence[str] = (), *, environ: Mapping[str, str] | None = None,
            tuple(map(id, plugins)), None if builtins is None else tuple(map(id, builtins)))
     if key not in _KERNELS:
         chosen = {} if builtins is None else {"builtins": builtins}
-        with collection_paused():
+        # Importing and declaring plugins allocates thousands of long-lived objects and frees
+        # almost nothing: the cyclic collector's passes over them are pure start-up cost.
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
             _KERNELS[key] = Kernel(PluginSet(selection, extra=plugins, **chosen),
                                    snapshot=not plugins and builtins is None)
+        finally:
+            if was_enabled:
+                gc.enable()
     return _KERNELS[key], rest
 
 

@@ -25,12 +25,10 @@ _DESCRIPTIONS = {"default": "declared default", "caller-default": "caller defaul
 class Provenance(FrozenRecord):
     """Where a value came from, and what it replaced.
 
-    ``source`` is one of :data:`SOURCES`; ``detail`` is the file, spelling or variable;
-    ``plugin`` is the plugin that set it (for normalized / derived values) or owns it, and
-    ``rule`` the declared rule of that plugin that set it; ``inputs`` are the settings it
-    was computed from. For the given sources (command line, files, environment, caller,
-    checkpoint) ``value`` is the value as given, before any plugin changed it; it takes no
-    part in comparisons.
+    ``source`` is one of :data:`SOURCES`; ``detail`` the file, spelling or variable;
+    ``plugin`` the plugin that set the value (normalized / derived) or owns it, ``rule`` its
+    rule that set it, ``inputs`` the settings it was computed from. ``value`` is the value as
+    a given source gave it, before any plugin changed it; it takes no part in comparisons.
     """
 
     __slots__ = ("source", "detail", "plugin", "inputs", "reason", "previous", "value", "rule")
@@ -89,7 +87,7 @@ class ReadOnlyError(AttributeError):
 
 
 class _Settings:
-    """Reading settings by key, membership, iteration and ``get``; provenance by ``source``."""
+    """Reading settings by attribute, key, membership, iteration and ``get``."""
 
     __slots__ = ()
     _values: Mapping[str, Any]
@@ -130,12 +128,9 @@ class _Settings:
 
 
 class Draft(_Settings):
-    """The configuration while plugins work on it.
-
-    Read values as attributes (``config.num_layers``), by key, or with ``get`` (which
-    returns a default for settings of plugins that are not installed). In ``normalize``
-    and ``derive``, change them with ``set`` and ``discard``; in ``validate`` the draft is
-    read-only. Report with ``error`` and ``warn``; ``env`` is the target environment.
+    """The configuration while plugins work on it: read like :class:`Resolved`, changed
+    with ``set`` and ``discard`` in normalize and derive (read-only in validate), reported on
+    with ``error`` and ``warn``; ``env`` is the target environment.
     """
 
     __slots__ = ("_values", "_provenance", "_removed", "_table", "_sink", "env", "phase",
@@ -150,10 +145,7 @@ class Draft(_Settings):
 
     def given(self, name: str) -> bool:
         """Whether the user or caller supplied the value (as opposed to a default)."""
-        record = self._provenance.get(name)
-        while record is not None and record.source in ("normalized", "derived"):
-            record = record.previous
-        return record is not None and record.source in GIVEN_SOURCES
+        return _given_value(self._provenance.get(name), _NOT_GIVEN) is not _NOT_GIVEN
 
     def given_value(self, name: str, default: Any = None) -> Any:
         """The value as the user or caller gave it, before any plugin changed it
@@ -214,12 +206,8 @@ class Draft(_Settings):
 
 
 class Resolved(_Settings):
-    """A resolved, read-only configuration.
-
-    Attribute and key access give values; ``source(dest)`` gives provenance;
-    ``to_namespace()`` / ``to_dict()`` give plain copies; ``options(plugin)`` gives the
-    plugin's options dataclass filled with resolved values.
-    """
+    """A resolved, read-only configuration: values by attribute or key, provenance by
+    ``source``."""
 
     __slots__ = ("_values", "_provenance", "_table", "warnings", "plugins")
 
@@ -230,9 +218,6 @@ class Resolved(_Settings):
                             ("_table", table), ("warnings", tuple(warnings)),
                             ("plugins", tuple(plugins))):
             object.__setattr__(self, name, value)
-
-    def __getitem__(self, name: str) -> Any:
-        return self._values[name]
 
     def __len__(self) -> int:
         return len(self._values)
@@ -251,6 +236,7 @@ class Resolved(_Settings):
         return self._provenance[name]
 
     def provenance(self) -> Mapping[str, Provenance]:
+        """The provenance of every setting (read-only)."""
         return self._provenance
 
     def given_values(self) -> dict[str, Any]:

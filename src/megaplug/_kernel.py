@@ -28,9 +28,7 @@ class Kernel:
     called any number of times. Not thread-safe: use one kernel per thread.
     """
 
-    def __init__(self, plugins: PluginSet, *,
-                 extra_args_provider: Callable[[Any], Any] | None = None,
-                 snapshot: bool = False) -> None:
+    def __init__(self, plugins: PluginSet, *, snapshot: bool = False) -> None:
         started = time.perf_counter()
         self.plugins = plugins
         self.table = FlagTable()
@@ -44,12 +42,10 @@ class Kernel:
         self.inactive_flags: dict[str, PluginRecord] = {}
         #: The flag specs an inactive plugin would declare, by plugin (``megaplug flags``).
         self.inactive_specs: dict[str, list[FlagSpec]] = {}
-        self._parser: argparse.ArgumentParser | None = None
-        #: Where the table was read back from the snapshot: the files it was declared from
-        #: (path -> state), on which an answer computed from this kernel depends too.
+        #: The files a table read back from the snapshot was declared from (path -> state):
+        #: an answer computed from this kernel depends on them too.
         self.sources: dict[str, str | None] = {}
-        #: Seconds spent per stage: "add_args" once, then per resolve "parse",
-        #: "normalize", "derive", "validate" (overwritten by each resolve).
+        #: Seconds per stage: "add_args", then "parse" and each phase of the latest resolve.
         self.timings: dict[str, float] = {}
         self._steps, self._superseded = self._collect_steps()
         #: (plugin, phase) whose steps still hold a group of rules named by reference.
@@ -63,11 +59,6 @@ class Kernel:
         else:
             self._declare_all()
         self.timings["add_args"] = time.perf_counter() - started
-        if extra_args_provider is not None:
-            try:
-                extra_args_provider(FlagDeclarations(self.table, "extra"))
-            except PluginError as exc:
-                self.setup_problems.append(Problem(str(exc), plugin="extra"))
 
     # -- set-up ----------------------------------------------------------------------
 
@@ -132,34 +123,26 @@ class Kernel:
     def parser(self) -> argparse.ArgumentParser:
         """An argparse parser of every flag, grouped by plugin, for ``--help``; resolving
         never goes through argparse."""
-        if self._parser is None:
-            self._parser = argparse.ArgumentParser(
-                prog="megaplug", allow_abbrev=False, argument_default=argparse.SUPPRESS,
-                description="Arguments resolved by megaplug, grouped by plugin.")
-            groups: dict[str, Any] = {}
-            for spec in (spec for spec in self.table if spec.kind == "flag"):
-                if spec.plugin not in groups:
-                    record = self.plugins.records.get(spec.plugin)
-                    groups[spec.plugin] = self._parser.add_argument_group(
-                        f"plugin {spec.plugin}",
-                        (record.info.description if record and record.info else "") or None)
-                strings, kwargs = spec.argparse_call()
-                groups[spec.plugin].add_argument(*strings,
-                                                 **{**kwargs, "default": argparse.SUPPRESS})
-        return self._parser
+        parser = argparse.ArgumentParser(
+            prog="megaplug", allow_abbrev=False, argument_default=argparse.SUPPRESS,
+            description="Arguments resolved by megaplug, grouped by plugin.")
+        groups: dict[str, Any] = {}
+        for spec in (spec for spec in self.table if spec.kind == "flag"):
+            if spec.plugin not in groups:
+                record = self.plugins.records.get(spec.plugin)
+                groups[spec.plugin] = parser.add_argument_group(
+                    f"plugin {spec.plugin}",
+                    (record.info.description if record and record.info else "") or None)
+            strings, kwargs = spec.argparse_call()
+            groups[spec.plugin].add_argument(*strings, **{**kwargs, "default": argparse.SUPPRESS})
+        return parser
 
     # -- parsing: every source through one conversion ------------------------------------
 
-    def resolve(self, argv: Sequence[str] = (), *, config_files: Sequence[str] = (),
-                defaults: Mapping[str, Any] | None = None,
-                environ: Mapping[str, str] | None = None,
-                target: TargetEnvironment | None = None, ignore_unknown: bool = False,
-                ) -> Resolved:
-        """Resolve a command line (plus files, environment, caller defaults) or raise
-        ``ConfigError`` with every problem."""
-        return self.finish(*self.parse(argv, config_files=config_files, defaults=defaults,
-                                       environ=environ, target=target,
-                                       ignore_unknown=ignore_unknown))
+    def resolve(self, argv: Sequence[str] = (), **sources: Any) -> Resolved:
+        """Resolve a command line plus the other ``sources`` :meth:`parse` takes (files,
+        environment, caller defaults, target), or raise ``ConfigError`` with every problem."""
+        return self.finish(*self.parse(argv, **sources))
 
     def parse(self, argv: Sequence[str] = (), *, config_files: Sequence[str] = (),
               defaults: Mapping[str, Any] | None = None,
@@ -200,11 +183,10 @@ class Kernel:
                 detail: str = "") -> Any:
         """``raw`` in the setting's type, or a :class:`Problem` saying why it is not.
 
-        The one conversion every source goes through: text from the command line or the
-        environment, values from a config file, a caller's defaults or a checkpoint's saved
-        arguments. ``source`` and ``detail`` are a provenance source and its detail (a
-        path, a variable), which the problem names. ``setting`` is a spec, a dest or an
-        option string; a name no plugin declares comes back unchanged.
+        The one conversion every source goes through (command line, environment, config
+        files, caller defaults, checkpoint arguments); the problem names ``source`` and its
+        ``detail`` (a path, a variable). ``setting`` is a spec, a dest or an option string;
+        a name no plugin declares comes back unchanged.
         """
         spec = setting if isinstance(setting, FlagSpec) else self.table.lookup(setting)
         if spec is None:
@@ -228,8 +210,13 @@ class Kernel:
             return False
         for key, raw in data.items():
             spec = self.table.lookup(str(key))
-            if spec is None or spec.kind == "computed":
-                self._unknown_setting(str(key), f"config file {path}", sink, spec)
+            if spec is None:
+                self._unknown_setting(str(key), f"config file {path}", sink)
+            elif spec.kind == "computed":
+                sink.add(Problem(f"{key!r} in config file {path} is computed by plugin "
+                                 f"{spec.plugin!r} and cannot be set", (str(key),),
+                                 "remove it; megaplug derives it from other settings",
+                                 spec.plugin))
             else:
                 _give(values, provenance, spec, self.convert(spec, raw, source="config-file",
                                                              detail=path), sink, path)
@@ -282,19 +269,11 @@ class Kernel:
             return value
         return [*(current if isinstance(current, list) else []), value]
 
-    def _unknown_setting(self, name: str, where: str, sink: ProblemSink,
-                         computed: FlagSpec | None = None) -> None:
-        """Report a setting nobody may set here: computed, of an inactive plugin, or unknown."""
+    def _unknown_setting(self, name: str, where: str, sink: ProblemSink) -> None:
+        """Report a setting no active plugin declares: an inactive plugin's, or unknown."""
         option = name if name.startswith("-") else "--" + name.replace("_", "-")
-        if computed is not None:
-            return sink.add(Problem(
-                f"{name!r} in {where} is computed by plugin {computed.plugin!r} and cannot be "
-                "set", (name,), "remove it; megaplug derives it from other settings",
-                computed.plugin))
-        if option not in self.inactive_flags:  # blocked plugins are imported only now
-            for record in self.plugins.records.values():
-                if record.status == BLOCKED and record.loader is not None:
-                    self._learn_blocked(record)
+        if option not in self.inactive_flags:
+            self._learn_blocked()
         record = self.inactive_flags.get(option)
         if record is not None:
             hint = ("install the missing package, or drop the flag"
@@ -315,12 +294,15 @@ class Kernel:
         sink.add(Problem(f"unrecognized argument {shown} in {where}", (shown,),
                          f"did you mean {suggestion}?" if suggestion else "see megaplug flags"))
 
-    def _learn_blocked(self, record: PluginRecord) -> None:
-        loader, record.loader = record.loader, None
-        try:
-            self._learn_flags_of(record, loader())
-        except (Exception, SystemExit):  # a blocked plugin failing even to import is skipped
-            pass
+    def _learn_blocked(self) -> None:
+        """Learn the blocked plugins' flags: they are imported only now, on the error path."""
+        for record in self.plugins.records.values():
+            if record.status == BLOCKED and record.loader is not None:
+                loader, record.loader = record.loader, None
+                try:
+                    self._learn_flags_of(record, loader())
+                except (Exception, SystemExit):  # one failing even to import is skipped
+                    pass
 
     def _check_mutex(self, provenance: dict[str, Provenance], sink: ProblemSink) -> None:
         for dests in self.table.mutex_groups:
@@ -376,34 +358,26 @@ class Kernel:
 
     def _phase_steps(self, record: PluginRecord, phase: str, draft: Draft,
                      sink: ProblemSink) -> Iterable[RuleStep]:
-        """A plugin's steps of a phase; a group of rules named by reference is imported
-        (once per process) when its condition holds, and skipped while it cleanly does not:
-        its rules share that condition, and nothing runs between them to change it."""
+        """A plugin's steps of a phase, importing a group of rules named by reference (once per
+        process) when its condition holds: its rules share that condition."""
         steps = self._steps[record.name][phase]
-        index = 0
         if not any(step.group is not None for step in steps):
             self._named_groups.discard((record.name, phase))  # all imported now
+        index = 0
         while index < len(steps):
             step = steps[index]
             if step.group is None:
                 yield step
-                index += 1
-                continue
-            try:
-                skipped = not step.when(draft)  # type: ignore[misc]
-            except Exception:  # noqa: BLE001  (each rule of the group reports it)
-                skipped = False
-            if skipped:
-                index += 1
-                continue
-            try:
-                steps[index:index + 1] = step.rules()
-            except Exception as exc:
-                sink.current_plugin, sink.current_rule = record.name, step.name
-                sink.error(f"plugin {record.name!r} ({record.where()}) could not import its "
-                           f"rules {step.group}: {type(exc).__name__}: {exc}",
-                           hint=f"reinstall the plugin, or block it with -p no:{record.name}")
-                index += 1
+            elif _may_apply(step, draft):
+                try:
+                    steps[index:index + 1] = step.rules()
+                    continue  # the group's first rule is at index now
+                except Exception as exc:
+                    sink.current_plugin, sink.current_rule = record.name, step.name
+                    sink.error(f"plugin {record.name!r} ({record.where()}) could not import its "
+                               f"rules {step.group}: {type(exc).__name__}: {exc}",
+                               hint=f"reinstall the plugin, or block it with -p no:{record.name}")
+            index += 1
 
     def _knock_on(self, problem: Problem, doubtful: set[str]) -> bool:
         """Whether a plugin's problem involves a setting an earlier problem left in doubt."""
@@ -440,9 +414,16 @@ def _shown_unrecognized(sink: ProblemSink) -> bool:
     return sink.unrecognized <= MAX_UNRECOGNIZED_SHOWN
 
 
+def _may_apply(group: RuleStep, draft: Draft) -> bool:
+    """Whether a group's condition holds; one that raises holds (each rule then reports it)."""
+    try:
+        return bool(group.when(draft))  # type: ignore[misc]
+    except Exception:  # noqa: BLE001
+        return True
+
+
 def _hook_step(implementation: tuple[Any, tuple[str, ...]] | None) -> list[RuleStep]:
-    """A plugin's hook implementation (function, argument names) as the first step of its
-    hook (``[]`` without one)."""
+    """A hook implementation (function, argument names) as a list of zero or one step."""
     if implementation is None:
         return []
     function, arguments = implementation

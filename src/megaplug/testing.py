@@ -10,13 +10,9 @@ its own check can run::
         assert [p.message for p in found if p.plugin == "lora"] == [
             "--lora-rank 64 is not smaller than --hidden-size 64"]
 
-    def test_scaling_is_derived():
-        assert resolve("--lora-rank", "8", "--lora-alpha", "16").lora_scaling == 2.0
-
 Flags given later win, so a test overrides any core value by passing it. The environment
-is empty unless given (no RANK / WORLD_SIZE / MEGAPLUG_* from the shell that runs the
-tests), so results do not depend on where the tests run. A plugin not installed as a
-distribution can be passed as ``plugins=[module]``.
+is empty unless given, so results do not depend on the shell that runs the tests. A plugin
+not installed as a distribution can be passed as ``plugins=[module]``.
 """
 
 from __future__ import annotations
