@@ -74,8 +74,7 @@ _NOT_GIVEN = object()
 
 
 def _given_value(record: Provenance | None, default: Any) -> Any:
-    """The newest value a given source (command line, file, ...) supplied in ``record``'s
-    history, or ``default``."""
+    """The newest value a given source supplied in ``record``'s history, or ``default``."""
     for step in record.history() if record is not None else ():
         if step.source in GIVEN_SOURCES:
             return step.value

@@ -103,10 +103,7 @@ class Kernel:
                 hint=f"this is a bug in the plugin; block it with -p no:{record.name}"))
 
     def _learn_flags_of(self, record: PluginRecord, module: Any) -> None:
-        """Learn an inactive plugin's spellings, so that using one gets a clear message.
-
-        A blocked plugin is imported for this only on the error path (``_unknown_setting``).
-        """
+        """Learn an inactive plugin's spellings, so that using one gets a clear message."""
         function = getattr(module, "add_args", None)
         if not hasattr(function, "megaplug_impl"):
             return
@@ -359,7 +356,7 @@ class Kernel:
     def _phase_steps(self, record: PluginRecord, phase: str, draft: Draft,
                      sink: ProblemSink) -> Iterable[RuleStep]:
         """A plugin's steps of a phase, importing a group of rules named by reference (once per
-        process) when its condition holds: its rules share that condition."""
+        process) when its condition holds: its rules share it, and nothing runs between them."""
         steps = self._steps[record.name][phase]
         if not any(step.group is not None for step in steps):
             self._named_groups.discard((record.name, phase))  # all imported now

@@ -47,13 +47,12 @@ def resolve(*extra: str, environ: Mapping[str, str] | None = None,
                         **kwargs)
 
 
-def problems(*extra: str, environ: Mapping[str, str] | None = None,
-             plugins: Sequence[object] = (), **kwargs: Any) -> list[Any]:
-    """Every problem resolving the minimal configuration plus ``extra`` finds (none: ``[]``)."""
+def problems(*extra: str, **kwargs: Any) -> list[Any]:
+    """Every problem :func:`resolve` with the same arguments finds (none: ``[]``)."""
     from ._errors import ConfigError
 
     try:
-        resolve(*extra, environ=environ, plugins=plugins, **kwargs)
+        resolve(*extra, **kwargs)
     except ConfigError as error:
         return list(error.problems)
     return []
