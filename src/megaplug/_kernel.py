@@ -95,8 +95,7 @@ class Kernel:
             self.setup_problems.append(Problem(str(exc), plugin=record.name,
                                                hint="block one of them with -p no:NAME"))
         except (Exception, SystemExit) as exc:  # sys.exit() in a plugin must not end megaplug
-            record.status = BROKEN
-            record.reason = f"add_args raised {describe_failure(exc)}"
+            record.status, record.reason = BROKEN, f"add_args raised {describe_failure(exc)}"
             self.setup_problems.append(Problem(
                 f"plugin {record.name!r} ({record.where()}) raised {type(exc).__name__} in "
                 f"add_args: {exc}", plugin=record.name,
