@@ -314,8 +314,8 @@ def bench_commands(repeat: int) -> None:
 def bench_resolve_in_process(repeat: int) -> None:
     print("\n5. in-process resolve, all plugins, split by phase")
     from megaplug import TargetEnvironment
-    from megaplug._plugins import PluginSelection, PluginSet
-
+    from megaplug._plugins import PluginSet
+    from megaplug.sources._selection import PluginSelection
     from megaplug._kernel import Kernel
 
     plugins = PluginSet(PluginSelection.from_environment())
@@ -417,8 +417,8 @@ def synthetic_plugins(count: int, flags_per_plugin: int = 20) -> list[object]:
 def bench_scaling(repeat: int) -> None:
     print("\n7. scaling: synthetic plugins x 20 flags, each with normalize/derive/validate")
     from megaplug._kernel import Kernel
-    from megaplug._plugins import PluginSelection, PluginSet
-
+    from megaplug._plugins import PluginSet
+    from megaplug.sources._selection import PluginSelection
     medians = {}
     for count in (10, 100, 1000):
         plugins = synthetic_plugins(count)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import megaplug
-from megaplug._values import encode
+from megaplug.values._encoding import encode
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "megatron"
 INVENTORY = [json.loads(line) for line in (SHARED / "flags.jsonl").read_text().splitlines() if line]

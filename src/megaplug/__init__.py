@@ -24,13 +24,13 @@ _MODULES = {
     "._errors": ("ConfigError", "PluginError", "Problem"),
     "._kernel": ("Kernel",),
     "._options": ("Computed", "Flag", "FromEnv", "enum_by_name", "options"),
-    "._patterns": ("PatternError", "parse_pattern"),
     "._plugins": ("PluginInfo", "Requirement"),
     "._registry": ("FlagDeclarations",),
     "._rules": ("Rules",),
-    "._values": ("TorchDType", "float_or_infinity"),
-    ".target": ("TargetEnvironment",),
     ".hookspecs": ("hookimpl",),
+    ".target": ("TargetEnvironment",),
+    ".values._patterns": ("PatternError", "parse_pattern"),
+    ".values._types": ("TorchDType", "float_or_infinity"),
 }
 _EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
 
@@ -63,10 +63,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from ._errors import ConfigError, PluginError, Problem
     from ._kernel import Kernel
     from ._options import Computed, Flag, FromEnv, enum_by_name, options
-    from ._patterns import PatternError, parse_pattern
     from ._plugins import PluginInfo, Requirement
-    from ._rules import Rules
     from ._registry import FlagDeclarations
-    from .target import TargetEnvironment
-    from ._values import TorchDType, float_or_infinity
+    from ._rules import Rules
     from .hookspecs import hookimpl
+    from .target import TargetEnvironment
+    from .values._patterns import PatternError, parse_pattern
+    from .values._types import TorchDType, float_or_infinity

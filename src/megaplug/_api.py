@@ -8,7 +8,8 @@ from typing import Any, Mapping, Sequence
 
 from ._config import Resolved
 from ._kernel import Kernel
-from ._plugins import PluginSelection, PluginSet
+from ._plugins import PluginSet
+from .sources._selection import PluginSelection
 from .sources._config_files import take_config_files
 from .target import TargetEnvironment
 

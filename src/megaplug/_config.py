@@ -249,7 +249,7 @@ class Resolved(_Settings):
     def to_namespace(self, *, torch_types: bool = False) -> argparse.Namespace:
         """A plain ``argparse.Namespace`` copy; ``torch_types`` turns dtypes into
         ``torch.dtype``."""
-        from ._values import to_torch
+        from .values._types import to_torch
 
         return argparse.Namespace(**{k: to_torch(v) if torch_types else v
                                      for k, v in self._values.items()})

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Callable, Sequence, get_args, 
 
 from ._errors import shorten
 from ._record import MutableRecord, Record
-from ._values import float_or_infinity, is_dtype
+from .values._types import float_or_infinity, is_dtype
 
 if TYPE_CHECKING:
     import dataclasses

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, Iterator, Sequence
 
 from ._errors import PluginError
@@ -120,10 +121,18 @@ class FlagTable:
         """The plugin's options class (``KeyError`` if it declared none)."""
         found = self.options_classes[plugin]
         if isinstance(found, str):
-            from ._values import resolve_reference
-
             found = self.options_classes[plugin] = resolve_reference(found)
         return found
 
     def plugin_specs(self, plugin: str) -> list[FlagSpec]:
         return [s for s in self.specs if s.plugin == plugin]
+
+
+def resolve_reference(reference: str) -> Any:
+    """The object ``module:qualname`` names (how a stored flag table and a named rule group
+    refer to code: by where it lives, never as code to run)."""
+    module_name, _, qualname = reference.partition(":")
+    target: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    return target

@@ -33,7 +33,7 @@ class RuleStep(FrozenRecord):
 
     def rules(self) -> list[RuleStep]:
         """A group's rules, each a step under the group's condition (imported now)."""
-        from ._values import resolve_reference
+        from ._registry import resolve_reference
 
         functions = resolve_reference(str(self.group))
         return [RuleStep(f, getattr(f, "__name__", None), self.when) for f in functions]

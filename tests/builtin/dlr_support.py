@@ -15,7 +15,8 @@ from typing_extensions import Annotated
 import megaplug
 from megaplug import Computed, ConfigError, FromEnv, PluginInfo, Problem, hookimpl
 from megaplug._kernel import Kernel
-from megaplug._plugins import PluginSelection, PluginSet
+from megaplug._plugins import PluginSet
+from megaplug.sources._selection import PluginSelection
 from megaplug.builtin import data, logging, resilience
 
 #: A minimal launch the three plugins accept.

@@ -18,7 +18,7 @@ from typing_extensions import Annotated
 
 import megaplug
 from megaplug import Flag, PluginInfo, hookimpl
-from megaplug._values import encode
+from megaplug.values._encoding import encode
 from megaplug.builtin import checkpointing, model
 
 #: A minimal model the model plugin accepts.

@@ -16,7 +16,8 @@ from typing_extensions import Annotated
 import megaplug
 from megaplug import Computed, ConfigError, Flag, PluginInfo, Problem, hookimpl
 from megaplug._kernel import Kernel
-from megaplug._plugins import PluginSelection, PluginSet
+from megaplug._plugins import PluginSet
+from megaplug.sources._selection import PluginSelection
 from megaplug.builtin import experimental, parallel, precision
 
 ENV = {"WORLD_SIZE": "8", "RANK": "0", "CUDA_DEVICE_MAX_CONNECTIONS": "1"}

@@ -291,7 +291,8 @@ class _ParallelSizesOnly:
 
 def alone(argv, context_parallel: bool = False) -> list[tuple]:
     from megaplug._kernel import Kernel
-    from megaplug._plugins import PluginSelection, PluginSet
+    from megaplug._plugins import PluginSet
+    from megaplug.sources._selection import PluginSelection
     from megaplug.builtin import data
 
     kernel = Kernel(PluginSet(PluginSelection(autoload=False),

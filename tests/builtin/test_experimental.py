@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ppe_support import ENV, messages, problems, resolve, warnings_of  # noqa: E402
 
-from megaplug._values import encode  # noqa: E402
+from megaplug.values._encoding import encode  # noqa: E402
 from megaplug.builtin.experimental.hybrid import (  # noqa: E402
     HybridPatternError,
     parse_hybrid_pattern,

@@ -204,7 +204,8 @@ def test_lower_precision_optimizer_state_whole(argv, expected):
 
 def test_without_the_parallel_plugin_a_pattern_sets_no_pipeline():
     from megaplug._kernel import Kernel
-    from megaplug._plugins import PluginSelection, PluginSet
+    from megaplug._plugins import PluginSet
+    from megaplug.sources._selection import PluginSelection
     from megaplug.builtin import experimental
 
     kernel = Kernel(PluginSet(PluginSelection(autoload=False), builtins=[experimental]))

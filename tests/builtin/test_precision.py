@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ppe_support import messages, problems, resolve, warnings_of  # noqa: E402
 
 from megaplug import TorchDType  # noqa: E402
-from megaplug._values import encode  # noqa: E402
+from megaplug.values._encoding import encode  # noqa: E402
 
 
 # -- parameter dtype ---------------------------------------------------------------------------

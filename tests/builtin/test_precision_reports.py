@@ -159,7 +159,8 @@ def test_output_dtypes_provenance():
 
 def _kernel(*extra):
     from megaplug._kernel import Kernel
-    from megaplug._plugins import PluginSelection, PluginSet
+    from megaplug._plugins import PluginSet
+    from megaplug.sources._selection import PluginSelection
     from megaplug.builtin import parallel, precision
     from ppe_support import Neighbours
 

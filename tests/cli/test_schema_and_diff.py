@@ -67,7 +67,7 @@ def test_every_parity_case_given_dump_is_valid(validator):
 
     sys.path.insert(0, str(ROOT / "tests" / "parity"))
     import megaplug
-    from megaplug._values import encode
+    from megaplug.values._encoding import encode
     from parity import case_files, target_for, third_party_blocks
 
     checked = 0

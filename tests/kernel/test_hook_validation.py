@@ -11,9 +11,8 @@ import types
 import pytest
 
 from megaplug import ConfigError, PluginInfo, hookimpl
-from megaplug._plugins import PluginSelection, PluginSet
-
-
+from megaplug._plugins import PluginSet
+from megaplug.sources._selection import PluginSelection
 def _plugin(name: str, **hooks: object) -> types.ModuleType:
     """A plugin module named ``name`` with the given functions as attributes."""
     module = types.ModuleType(f"plugin_{name}")

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from megaplug import PatternError, parse_pattern
-from megaplug._patterns import MAX_LENGTH
+from megaplug.values._patterns import MAX_LENGTH
 
 
 # A generated expression is a tree; its text and its value are computed from the tree,

@@ -14,9 +14,8 @@ import types
 import pytest
 
 from megaplug import PluginInfo, hookimpl
-from megaplug._plugins import PluginSelection, PluginSet, _plain_hooks
-
-
+from megaplug._plugins import PluginSet, _plain_hooks
+from megaplug.sources._selection import PluginSelection
 def _module(name: str, **hooks: object) -> types.ModuleType:
     module = types.ModuleType(f"plugin_{name}")
     module.megaplug_plugin = PluginInfo(name=name)  # type: ignore[attr-defined]

@@ -10,9 +10,8 @@ import pytest
 from toy_plugins import Core, NeedsMissingPackage, Tracer
 
 from megaplug import ConfigError, PluginError
-from megaplug._plugins import PluginSelection, PluginSet
-
-
+from megaplug._plugins import PluginSet
+from megaplug.sources._selection import PluginSelection
 def test_selection_from_argv_and_environment():
     selection = PluginSelection.from_environment(
         {"MEGAPLUG_PLUGINS": "a.b, c", "MEGAPLUG_DISABLE": "moe,rl",

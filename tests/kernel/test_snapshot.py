@@ -17,8 +17,8 @@ import pytest
 import megaplug
 from megaplug.cache import _flag_table as _snapshot
 from megaplug._kernel import Kernel
-from megaplug._plugins import PluginSelection, PluginSet
-
+from megaplug._plugins import PluginSet
+from megaplug.sources._selection import PluginSelection
 PARITY = Path(__file__).resolve().parents[3] / "shared" / "parity" / "cases"
 CASES = ["gpt__gpt3_mcore_te_tp1_pp4_vp1", "mixtral__mixtral_8x7b_tp1pp4ep8vpp8_release",
          "hybrid__hybrid_mr_mcore_te_tp1_pp4_cp1_dgx_a100_1N8G"]

@@ -162,7 +162,7 @@ def _known_names() -> frozenset[str]:
 
 def run_case(path: Path) -> Outcome:
     from megaplug import ConfigError
-    from megaplug._values import encode
+    from megaplug.values._encoding import encode
     from megaplug.megatron import parse_and_validate_args
 
     case = json.loads(path.read_text())
@@ -199,7 +199,7 @@ def run_case_for_plugins(path: Path, plugins: set[str]) -> Outcome:
     problems reported by other plugins do not count.
     """
     from megaplug import ConfigError, load
-    from megaplug._values import encode
+    from megaplug.values._encoding import encode
 
     case = json.loads(path.read_text())
     env = dict(case.get("env") or {})

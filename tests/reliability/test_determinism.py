@@ -22,8 +22,9 @@ from reliability_support import all_cases, target_for, third_party_blocks
 
 import megaplug
 from megaplug._kernel import Kernel
-from megaplug._plugins import BUILTIN_PLUGINS, PluginSelection, PluginSet
-from megaplug._values import encode
+from megaplug._plugins import BUILTIN_PLUGINS, PluginSet
+from megaplug.sources._selection import PluginSelection
+from megaplug.values._encoding import encode
 
 SUBSET_ORDERS = 50
 FULL_ORDERS = 5

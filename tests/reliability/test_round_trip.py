@@ -1,7 +1,7 @@
 """Given settings dumped to a config file reproduce the configuration exactly.
 
 For every shared parity case Megatron accepted: resolve, dump ``Resolved.given_values()``
-(values through ``megaplug._values.encode``: enums as ``Class.member``, dtypes as
+(values through ``megaplug.values._encoding.encode``: enums as ``Class.member``, dtypes as
 ``torch.x``) to YAML and to JSON, resolve again from only that file with the same
 environment, caller defaults and target, and compare every value. The command line does
 the same with ``megaplug resolve --given --format yaml|json`` and ``--config FILE``.
@@ -22,7 +22,7 @@ from reliability_support import ok_cases, resolve_environment, target_for, third
 
 import megaplug
 from megaplug.cli import main
-from megaplug._values import encode
+from megaplug.values._encoding import encode
 
 
 @pytest.fixture(autouse=True)

@@ -23,7 +23,8 @@ from reliability_support import MINIMAL, resolve_environment
 
 import megaplug
 from megaplug.cli import main
-from megaplug._plugins import PluginSelection, PluginSet
+from megaplug._plugins import PluginSet
+from megaplug.sources._selection import PluginSelection
 from megaplug.target import parse_assumed_capability, parse_assumed_package
 
 

@@ -34,7 +34,8 @@ from reliability_support import MINIMAL, resolve_environment
 import megaplug
 from megaplug.megatron import _checkpoint
 from megaplug._options import choice_name
-from megaplug._values import encode, float_or_infinity, to_json
+from megaplug.values._encoding import encode, to_json
+from megaplug.values._types import float_or_infinity
 from megaplug.sources._files import to_yaml
 from megaplug.megatron import ConfigError, parse_and_validate_args
 

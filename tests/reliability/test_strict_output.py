@@ -22,7 +22,8 @@ import megaplug
 from megaplug.cli import main
 from megaplug._errors import Problem
 from megaplug.sources._config_files import load_config_file
-from megaplug._values import encode, float_or_infinity, to_json
+from megaplug.values._encoding import encode, to_json
+from megaplug.values._types import float_or_infinity
 from megaplug.sources._files import to_yaml
 
 _KERNEL, _ = megaplug.load([])

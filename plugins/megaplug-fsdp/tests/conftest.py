@@ -14,8 +14,8 @@ import megaplug
 import megaplug_fsdp
 from megaplug import PluginInfo, TargetEnvironment, hookimpl
 from megaplug._kernel import Kernel
-from megaplug._plugins import PluginSelection, PluginSet
-
+from megaplug._plugins import PluginSet
+from megaplug.sources._selection import PluginSelection
 HOST_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--tensor-model-parallel-size",), {"type": int, "default": 1}),
     (("--pipeline-model-parallel-size",), {"type": int, "default": 1}),

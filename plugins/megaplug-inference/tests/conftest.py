@@ -15,9 +15,8 @@ import megaplug
 import megaplug_inference
 from megaplug import PluginInfo, TargetEnvironment, hookimpl
 from megaplug._kernel import Kernel
-from megaplug._plugins import PluginSelection, PluginSet
-
-
+from megaplug._plugins import PluginSet
+from megaplug.sources._selection import PluginSelection
 class Host:
     """Stands in for the training and parallel plugins."""
 

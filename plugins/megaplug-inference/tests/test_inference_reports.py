@@ -11,7 +11,8 @@ import megaplug
 import megaplug_inference
 from megaplug import PluginInfo, TargetEnvironment, TorchDType, hookimpl
 from megaplug._kernel import Kernel
-from megaplug._plugins import PluginSelection, PluginSet
+from megaplug._plugins import PluginSet
+from megaplug.sources._selection import PluginSelection
 from megaplug_inference import InferenceCudaGraphScope as Scope
 
 LOCAL = ("--cuda-graph-impl", "local")

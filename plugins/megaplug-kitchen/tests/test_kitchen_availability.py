@@ -11,8 +11,8 @@ import megaplug
 import megaplug_kitchen
 from megaplug import TargetEnvironment
 from megaplug._kernel import Kernel
-from megaplug._plugins import PluginSelection, PluginSet
-
+from megaplug._plugins import PluginSet
+from megaplug.sources._selection import PluginSelection
 UNAVAILABLE = ("belongs to plugin 'kitchen', which is unavailable: requires kitchen, "
                "not installed")
 

@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 from .._options import FlagSpec, enum_by_name
 from .._registry import FlagTable
-from .._values import resolve_reference
+from .._registry import resolve_reference
 
 #: Bump when the stored form changes.
 VERSION = 1

@@ -14,7 +14,7 @@ import sys
 from typing import Any, Sequence
 
 from .._errors import Problem
-from .._values import encode, to_json
+from ..values._encoding import encode, to_json
 from ._parser import EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, UsageError
 from ._shared import load_kernel, print_problems, resolve_partially
 

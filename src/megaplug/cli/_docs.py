@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .._values import encode
+from ..values._encoding import encode
 
 
 def _source_files(module: Any) -> list[Path]:

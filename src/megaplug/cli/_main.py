@@ -9,7 +9,7 @@ import sys
 from typing import Any, Callable, Sequence
 
 from .._errors import ConfigError, PluginError
-from .._values import encode, to_json
+from ..values._encoding import encode, to_json
 from ._parser import COMMANDS, EXIT_INVALID, EXIT_OK, EXIT_PIPE_CLOSED, UsageError, build_parser
 from ._shared import (
     check_plugin_name,
@@ -242,8 +242,7 @@ def _list_fingerprint(options: argparse.Namespace, *view: str) -> str:
     arguments) depends on, known before computing it: the selection and the installed
     distributions (the cache adds the files of every module it imported)."""
     from ..cache._store import code_fingerprint
-    from .._plugins import PluginSelection
-
+    from ..sources._selection import PluginSelection
     selection = PluginSelection.from_environment()
     selection.take_from_argv(plugin_controls(options))
     return code_fingerprint(["3", *view, repr(sorted(selection.load)),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from .._values import encode
+from ..values._encoding import encode
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 

@@ -46,8 +46,8 @@ def load_kernel(options: argparse.Namespace, extra: Sequence[str] = (),
     if tolerant:
         # an impossible plugin ordering marks those plugins broken, so the rest can be listed
         from .._kernel import Kernel
-        from .._plugins import PluginSelection, PluginSet
-
+        from .._plugins import PluginSet
+        from ..sources._selection import PluginSelection
         selection = PluginSelection.from_environment()
         rest = selection.take_from_argv([*controls, *extra])
         return Kernel(PluginSet(selection, tolerant=True)), rest

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .._patterns import parse_pattern
+from ..values._patterns import parse_pattern
 
 
 def _int_or_pattern(text: Any, *, allow_none: bool) -> Any:

@@ -14,7 +14,7 @@ import enum
 import importlib
 from typing import Any, Callable
 
-from .._values import TorchDType
+from ..values._types import TorchDType
 
 _UNAVAILABLE = object()
 _COUNTERPARTS: dict[type, Any] = {}

@@ -308,7 +308,7 @@ def _core_int(text: str, node: Any) -> int:
 def to_yaml(data: Any) -> str:
     """YAML text of JSON-able ``data`` that megaplug's config reading loads as the same values
     (:func:`dump_yaml`); floats that are not finite are written as text, as in JSON."""
-    from .._values import finite_as_text
+    from ..values._encoding import finite_as_text
 
     return dump_yaml(finite_as_text(data))
 

@@ -1,0 +1,93 @@
+"""The plugin selection a user gives: ``MEGAPLUG_PLUGINS``, ``MEGAPLUG_DISABLE``,
+``MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD`` and the ``-p NAME`` / ``-p no:NAME`` / ``--no-autoload``
+tokens of a command line, read before any plugin is imported."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Iterable, Sequence
+
+from .._record import MutableRecord
+
+class PluginSelection(MutableRecord):
+    """Which plugins to load beyond the built-ins, and which to block.
+
+    ``MEGAPLUG_PLUGINS`` / ``MEGAPLUG_DISABLE`` hold comma-separated names, ``-p NAME`` /
+    ``-p no:NAME`` one each; a name (an entry point's or a module's) is matched exactly.
+    An entry that is not a name (``*``, ``moe;mla``) is kept in ``problems`` as a
+    (message, hint), never dropped silently.
+    """
+
+    __slots__ = ("load", "block", "autoload", "problems")
+
+    def __init__(self, load: Iterable[str] = (), block: Iterable[str] = (),
+                 autoload: bool = True) -> None:
+        self.load: list[str] = list(load)
+        self.block: set[str] = set(block)
+        self.autoload = autoload
+        self.problems: list[tuple[str, str]] = []
+
+    @classmethod
+    def from_environment(cls, environ: Any = None) -> PluginSelection:
+        env = os.environ if environ is None else environ
+        selection = cls()
+        selection.load = selection._names(env, "MEGAPLUG_PLUGINS")
+        selection.block = set(selection._names(env, "MEGAPLUG_DISABLE"))
+        selection.autoload = env.get("MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD", "").strip() in ("", "0")
+        return selection
+
+    def _names(self, env: Any, variable: str) -> list[str]:
+        """The names in a comma-separated variable (empty entries are skipped)."""
+        entries = (entry.strip() for entry in env.get(variable, "").split(","))
+        return [entry for entry in entries if entry and self._checked(entry, variable)]
+
+    def _checked(self, entry: str, where: str) -> bool:
+        """Whether ``entry`` is a plugin name; if not, why not goes to ``problems``."""
+        if _PLUGIN_NAME.match(entry):
+            return True
+        shown = f"{where} entry {entry!r}" if where.isupper() else f"{where}{entry}"
+        if entry.startswith("no:") and where == "MEGAPLUG_DISABLE":
+            reason, hint = ("MEGAPLUG_DISABLE takes plain names (everything it lists is "
+                            "blocked)", f"write MEGAPLUG_DISABLE={entry[3:]}")
+        elif entry.startswith("no:"):
+            reason, hint = "not a plugin name", f"block a plugin with -p no:{entry[3:]}"
+        elif "*" in entry or "?" in entry:
+            reason, hint = ("a pattern; plugins are named one by one",
+                            "MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD=1 (or --no-autoload) leaves out "
+                            "every installed plugin; megaplug list names them")
+        else:
+            reason, hint = ("not a plugin name", "separate names with commas, e.g. "
+                            "MEGAPLUG_DISABLE=moe,mla; megaplug list names the plugins")
+        self.problems.append((f"{shown}: {reason}", hint))
+        return False
+
+    def take_from_argv(self, argv: Sequence[str]) -> list[str]:
+        """Consume ``-p NAME`` / ``-p no:NAME`` / ``--no-autoload`` tokens; return the rest."""
+        rest: list[str] = []
+        tokens = iter(argv)
+        for token in tokens:
+            if token == "--":
+                rest += [token, *tokens]
+            elif token.startswith("-p") and not token.startswith("--"):
+                name = token[2:].lstrip("=") if len(token) > 2 else next(tokens, None)
+                if name is None:
+                    rest.append(token)
+                else:
+                    self._apply(name)
+            elif token == "--no-autoload":
+                self.autoload = False
+            else:
+                rest.append(token)
+        return rest
+
+    def _apply(self, name: str) -> None:
+        if name.startswith("no:"):
+            if self._checked(name[3:], "-p no:"):
+                self.block.add(name[3:])
+        elif self._checked(name, "-p "):
+            self.load.append(name)
+
+
+#: A plugin name: an entry point's name (``[\w.-]+`` by the entry-point spec) or a module's.
+_PLUGIN_NAME = re.compile(r"^[\w.-]+$")
