@@ -411,9 +411,10 @@ def _shown_unrecognized(sink: ProblemSink) -> bool:
 
 
 def _may_apply(group: RuleStep, draft: Draft) -> bool:
-    """Whether a group's condition holds; one that raises holds (each rule then reports it)."""
+    """Whether a group's condition holds (or it has none); one that raises holds (each rule
+    then reports it)."""
     try:
-        return bool(group.when(draft))  # type: ignore[misc]
+        return group.when is None or bool(group.when(draft))
     except Exception:  # noqa: BLE001
         return True
 

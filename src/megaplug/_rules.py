@@ -16,7 +16,7 @@ class RuleStep(FrozenRecord):
     """One declared rule: its function, its name, and the condition it runs under.
 
     A step with a ``group`` (``"module:NAME"``) stands for the rules that module lists,
-    imported only once the condition holds.
+    imported only once the condition holds (without one, when its phase first runs).
     """
 
     __slots__ = ("function", "name", "when", "group")
@@ -44,12 +44,12 @@ def _unloaded(_: Any) -> None:
 
 
 def _step(function: Rule | str, when: Condition | None) -> RuleStep:
-    """A declared rule, or a named group of rules under ``when``, as a step."""
+    """A declared rule, or a named group of rules (under ``when``, if given), as a step."""
     if not isinstance(function, str):
         return RuleStep(function, getattr(function, "__name__", None), when)
-    if when is None or ":" not in function:
+    if ":" not in function:
         raise TypeError("a rule must be callable, or name a module's list of rules "
-                        f"('module:NAME') under a condition (when=), got {function!r}")
+                        f"('module:NAME'), got {function!r}")
     return RuleStep(_unloaded, function, when, function)
 
 
@@ -63,8 +63,9 @@ class Rules:
     or as a group under a condition (``rules.validate(check_a, check_b, when=uses_x)``),
     and pass them as ``PluginInfo(rules=rules)``.
 
-    A conditional group may be named instead (``rules.validate("pkg.checks:CHECKS",
-    when=uses_x)``): its module is imported only in a resolve where the condition holds.
+    A group may be named instead (``rules.validate("pkg.checks:CHECKS", when=uses_x)``):
+    its module is imported only in a resolve where the condition holds, or, without one,
+    when the phase first runs -- so listing or documenting plugins imports no rules.
     ``rules.supersede("parallel.check_x", when=uses_fsdp)`` skips another plugin's rule
     while the feature is in use, so a built-in rule stays free of feature settings.
     """

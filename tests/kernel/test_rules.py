@@ -234,6 +234,18 @@ def test_a_named_group_that_cannot_be_imported_is_a_problem_of_its_plugin(make_k
     assert "could not import its rules no_such_module_of_rules:RULES" in problem.message
 
 
-def test_a_named_group_needs_a_condition():
-    with pytest.raises(TypeError, match="under a condition"):
-        Rules(validate=("some.module:RULES",))
+def test_a_named_group_without_a_condition_is_imported_when_its_phase_first_runs(
+        make_kernel, named_module):
+    name, log = named_module
+    kernel = make_kernel(Core(), _named(name, None))
+    assert not log.exists()  # declaring the flags imports no rules
+    with pytest.raises(ConfigError) as info:
+        kernel.resolve(["--num-layers", "3"], environ={})
+    assert [p.rule for p in info.value.problems] == ["depth_is_odd"]
+    assert kernel.resolve(["--num-layers", "4"], environ={}).num_layers == 4
+    assert log.read_text() == "imported\n"  # once per process
+
+
+def test_a_rule_named_by_text_must_name_a_module_list():
+    with pytest.raises(TypeError, match="'module:NAME'"):
+        Rules(validate=("check_depth",))
