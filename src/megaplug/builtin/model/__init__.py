@@ -12,20 +12,19 @@ from ``--hybrid-layer-pattern``, which this plugin then treats like given values
 
 from __future__ import annotations
 
-from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
+from importlib import import_module
 
-from .checks import CHECKS
-from .derivations import DERIVATIONS
-from .heterogeneous import check_against_heterogeneous_config, load_heterogeneous_config
-from .types import AttnBackend
+from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
 megaplug_plugin = PluginInfo(
     name="model",
     description="Network shape, attention, position embeddings, activations and norms.",
+    # named by module: importing the plugin to list or document it imports no rules
     rules=Rules(
         # a heterogeneous layer config is read and compared with the flags as given
-        normalize=(load_heterogeneous_config, check_against_heterogeneous_config),
-        derive=DERIVATIONS, validate=CHECKS),
+        normalize=(f"{__name__}.heterogeneous:NORMALIZE",),
+        derive=(f"{__name__}.derivations:DERIVE",),
+        validate=(f"{__name__}.checks:VALIDATE",)),
 )
 
 
@@ -40,10 +39,11 @@ def add_args(flags: FlagDeclarations) -> None:
 
 __all__ = ["AttnBackend", "ModelOptions", "megaplug_plugin"]
 
+#: The names this package offers from its modules, and the module each lives in.
+_FROM_MODULE = {"AttnBackend": "types", "ModelOptions": "options"}
+
 
 def __getattr__(name: str) -> object:
-    if name == "ModelOptions":  # from the options module, imported on first use
-        from . import options
-
-        return getattr(options, name)
+    if name in _FROM_MODULE:  # imported on first use, like the rules
+        return getattr(import_module(f"{__name__}.{_FROM_MODULE[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

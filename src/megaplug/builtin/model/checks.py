@@ -107,7 +107,7 @@ def check_wide_residual_without_yaml(config: Draft) -> None:
                      hint="configure wide residuals in the YAML file instead")
 
 
-CHECKS: tuple[Callable[[Draft], None], ...] = (
+VALIDATE: tuple[Callable[[Draft], None], ...] = (
     check_required_shape,
     check_positions_cover_sequence,
     check_fp32_residual_needs_half_precision,

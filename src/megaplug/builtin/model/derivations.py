@@ -141,7 +141,7 @@ def _set_foreign(config: Draft, dest: str, value: Any, reason: str,
         config.set(dest, value, reason=reason, inputs=inputs)
 
 
-DERIVATIONS: tuple[Callable[[Draft], None], ...] = (
+DERIVE: tuple[Callable[[Draft], None], ...] = (
     check_early_mtp_position_embedding,
     disable_hidden_state_mixing_below_two_mtp_layers,
     derive_layer_counts,

@@ -8,7 +8,7 @@ JSON is already given) and reports every flag that differs.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from megaplug import Draft
 
@@ -108,3 +108,10 @@ def _implied_flags(config: Draft, hf: dict[str, Any], where: str) -> dict[str, A
         "rope_scaling_factor": hf["rope_scaling"]["factor"],
         "num_query_groups": hf["num_attention_heads"] // groups[0],
     }
+
+
+# the config is read, then compared with the flags as given, before anything derives them
+NORMALIZE: tuple[Callable[[Draft], None], ...] = (
+    load_heterogeneous_config,
+    check_against_heterogeneous_config,
+)
