@@ -13,24 +13,15 @@ from __future__ import annotations
 
 from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
-from . import comm, ddp, pipeline, sizes
-
+#: Each phase's rules, named by the module that holds them (imported when the phase first
+#: runs, so listing or documenting the plugin imports none), in the order they run.
 rules = Rules(
     # --model-parallel-size is retired; --hybrid-context-parallel has a new name
-    normalize=(sizes.retire_model_parallel_size, comm.normalize_dynamic_context_parallel),
-    derive=(sizes.derive_parallel_sizes, pipeline.derive_virtual_pipeline,
-            pipeline.derive_non_interleaved_schedule, comm.derive_sequence_parallel,
-            comm.derive_dynamic_context_parallel_scheduler, ddp.derive_fake_process_group),
-    validate=(sizes.check_process_identity, sizes.check_positive_sizes,
-              sizes.check_world_size_divisible, sizes.check_hierarchical_context_parallel,
-              pipeline.check_uneven_stage_sizes, pipeline.check_interleaved_schedule,
-              comm.check_tp_comm_overlap, comm.check_cp_comm_type,
-              comm.check_dynamic_context_parallel, comm.check_packed_sequence_buffer,
-              comm.check_cuda_device_max_connections, comm.check_deterministic_parallelism,
-              ddp.check_overlap_param_gather_sharding, ddp.check_overlap_param_gather_reduce,
-              ddp.check_overlap_param_gather_with_optimizer_step,
-              ddp.check_distributed_optimizer_instances, ddp.check_gloo_requirements,
-              ddp.check_delay_wgrad_compute),
+    normalize=(f"{__name__}.sizes:NORMALIZE", f"{__name__}.comm:NORMALIZE"),
+    derive=(f"{__name__}.sizes:DERIVE", f"{__name__}.pipeline:DERIVE",
+            f"{__name__}.comm:DERIVE", f"{__name__}.ddp:DERIVE"),
+    validate=(f"{__name__}.sizes:VALIDATE", f"{__name__}.pipeline:VALIDATE",
+              f"{__name__}.comm:VALIDATE", f"{__name__}.ddp:VALIDATE"),
 )
 
 megaplug_plugin = PluginInfo(

@@ -3,6 +3,8 @@ parallelism, stream priorities and the CUDA connection setting they depend on.""
 
 from __future__ import annotations
 
+from typing import Callable
+
 from megaplug import Draft
 
 CP_COMM_TYPES = ("p2p", "a2a", "allgather", "a2a+p2p")
@@ -157,3 +159,20 @@ def check_deterministic_parallelism(config: Draft) -> None:
                      "tensor-parallel kernels do not give reproducible results",
                      flags=("deterministic_mode", "tp_comm_overlap"),
                      hint="drop --tp-comm-overlap for deterministic runs")
+
+
+NORMALIZE: tuple[Callable[[Draft], None], ...] = (normalize_dynamic_context_parallel,)
+
+DERIVE: tuple[Callable[[Draft], None], ...] = (
+    derive_sequence_parallel,
+    derive_dynamic_context_parallel_scheduler,
+)
+
+VALIDATE: tuple[Callable[[Draft], None], ...] = (
+    check_tp_comm_overlap,
+    check_cp_comm_type,
+    check_dynamic_context_parallel,
+    check_packed_sequence_buffer,
+    check_cuda_device_max_connections,
+    check_deterministic_parallelism,
+)

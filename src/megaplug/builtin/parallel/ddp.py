@@ -3,6 +3,8 @@ optimizer, Gloo process groups and the fake process group."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 from megaplug import Draft
 
 
@@ -180,3 +182,15 @@ def _check_delay_wgrad_cuda_graphs(config: Draft) -> None:
         config.error("CUDA graphs of attention with --delay-wgrad-compute do not support "
                      "attention biases", flags=(*flags, "add_bias_linear", "add_qkv_bias"),
                      hint="add --disable-bias-linear, or leave attn out of --cuda-graph-modules")
+
+
+DERIVE: tuple[Callable[[Draft], None], ...] = (derive_fake_process_group,)
+
+VALIDATE: tuple[Callable[[Draft], None], ...] = (
+    check_overlap_param_gather_sharding,
+    check_overlap_param_gather_reduce,
+    check_overlap_param_gather_with_optimizer_step,
+    check_distributed_optimizer_instances,
+    check_gloo_requirements,
+    check_delay_wgrad_compute,
+)

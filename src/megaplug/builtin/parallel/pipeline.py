@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Callable, Optional
 
 from megaplug import Draft
 
@@ -223,3 +223,14 @@ def check_uneven_stage_sizes(config: Draft) -> None:
         if value is not None and value < 1:
             config.warn(f"{config.spelling(name)} is {value}; a stage needs at least one layer, "
                         "so building the model will fail", flags=(name,))
+
+
+DERIVE: tuple[Callable[[Draft], None], ...] = (
+    derive_virtual_pipeline,
+    derive_non_interleaved_schedule,
+)
+
+VALIDATE: tuple[Callable[[Draft], None], ...] = (
+    check_uneven_stage_sizes,
+    check_interleaved_schedule,
+)

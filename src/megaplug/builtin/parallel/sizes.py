@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Callable, Optional
 
 from megaplug import Draft
 
@@ -138,3 +138,15 @@ def retire_model_parallel_size(config: Draft) -> None:
                      flags=("model_parallel_size",),
                      hint="use --tensor-model-parallel-size instead")
     config.discard("model_parallel_size")
+
+
+NORMALIZE: tuple[Callable[[Draft], None], ...] = (retire_model_parallel_size,)
+
+DERIVE: tuple[Callable[[Draft], None], ...] = (derive_parallel_sizes,)
+
+VALIDATE: tuple[Callable[[Draft], None], ...] = (
+    check_process_identity,
+    check_positive_sizes,
+    check_world_size_divisible,
+    check_hierarchical_context_parallel,
+)
