@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
-from .rules import CHECKS, DERIVATIONS
-
 megaplug_plugin = PluginInfo(
     name="precision",
     description="fp16/bf16/fp8/fp4 training, loss scaling and gradient-reduction precision.",
-    rules=Rules(derive=DERIVATIONS, validate=CHECKS),
+    # named by module: importing the plugin to list or document it imports no rules
+    rules=Rules(derive=(f"{__name__}.rules:DERIVE",), validate=(f"{__name__}.rules:VALIDATE",)),
 )
 
 

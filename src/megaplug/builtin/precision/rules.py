@@ -98,7 +98,7 @@ def derive_dtype_settings(config: Draft) -> None:
             config.set(name, to_torch_dtype(value), inputs=(name,))
 
 
-DERIVATIONS: tuple[Callable[[Draft], None], ...] = (
+DERIVE: tuple[Callable[[Draft], None], ...] = (
     derive_params_dtype,
     derive_fp16_nan_check,
     derive_bf16_grad_accumulation,
@@ -175,7 +175,7 @@ def check_mixed_precision_options(config: Draft) -> None:
                      hint="add --bf16 (or --fp16); in fp32 training the residual is fp32 already")
 
 
-CHECKS: tuple[Callable[[Draft], None], ...] = (
+VALIDATE: tuple[Callable[[Draft], None], ...] = (
     check_one_half_precision,
     check_low_precision_formats,
     check_param_gather_sharding,
