@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 from megaplug import Draft
 
@@ -186,3 +186,16 @@ def _divisibility_hint(total: int, micro: int, ranks: int, names: tuple[str, ...
     if fitting:
         text += f", or {names[1]} {fitting[-1]}"
     return text
+
+
+DERIVE: tuple[Callable[[Draft], None], ...] = (
+    derive_global_batch_size,
+    derive_eval_batch_sizes,
+)
+
+VALIDATE: tuple[Callable[[Draft], None], ...] = (
+    check_micro_batch_size,
+    check_step_schedule_excludes_global_batch,
+    check_global_batch_size,
+    check_eval_batch_divisibility,
+)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from megaplug import Draft
 
@@ -151,3 +151,17 @@ def check_allocator_settings(config: Draft) -> None:
                      "to avoid illegal memory accesses",
                      flags=("cuda_graph_impl", "PYTORCH_CUDA_ALLOC_CONF"),
                      hint="export NCCL_GRAPH_REGISTER=0, or drop expandable_segments:True")
+
+
+NORMALIZE: tuple[Callable[[Draft], None], ...] = (
+    normalize_retired_switches,
+    normalize_retired_scope_flag,
+    normalize_module_list,
+)
+
+DERIVE: tuple[Callable[[Draft], None], ...] = (derive_te_rng_tracker,)
+
+VALIDATE: tuple[Callable[[Draft], None], ...] = (
+    check_full_iteration_has_no_modules,
+    check_allocator_settings,
+)

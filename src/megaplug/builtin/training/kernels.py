@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from megaplug import Draft
 
@@ -135,3 +135,21 @@ def check_deterministic_environment(config: Draft) -> None:
         config.error(f"MAMBA_DETERMINISTIC={mamba!r} turns off Mamba's deterministic kernels",
                      flags=("deterministic_mode",),
                      hint="unset MAMBA_DETERMINISTIC or set it to 1")
+
+
+DERIVE: tuple[Callable[[Draft], None], ...] = (
+    derive_nan_check,
+    derive_dataloader_type,
+    derive_persist_layer_norm,
+)
+
+# the fusions run after schedule.DERIVE, in the order the plugin has always derived them
+DERIVE_FUSIONS: tuple[Callable[[Draft], None], ...] = (
+    derive_bias_gelu_fusion,
+    derive_rope_fusion,
+)
+
+VALIDATE: tuple[Callable[[Draft], None], ...] = (
+    check_te_cross_entropy,
+    check_deterministic_mode,
+)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from megaplug import Draft
 
 #: Optimizers Megatron has supported the longest; the others are "emerging".
@@ -88,3 +90,20 @@ def check_emerging_optimizer(config: Draft) -> None:
         config.error(f"--optimizer {optimizer} supports only --ckpt-format torch or torch_dist "
                      f"(got {ckpt_format})", flags=("optimizer", "ckpt_format"),
                      hint="use --ckpt-format torch_dist")
+
+
+NORMALIZE: tuple[Callable[[Draft], None], ...] = (
+    normalize_retired_batch_size,
+    normalize_retired_warmup,
+    normalize_weight_decay_cond_type,
+)
+
+DERIVE: tuple[Callable[[Draft], None], ...] = (
+    derive_layer_wise_distribution,
+    derive_frozen_training,
+)
+
+VALIDATE: tuple[Callable[[Draft], None], ...] = (
+    warn_dist_muon,
+    check_emerging_optimizer,
+)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from megaplug import Draft
 
 
@@ -85,3 +87,17 @@ def check_fine_grained_offloading(config: Draft) -> None:
                      "NVTE_CPU_OFFLOAD_V1=1 in the environment, so weights are not offloaded",
                      flags=("fine_grained_activation_offloading", "NVTE_CPU_OFFLOAD_V1"),
                      hint="export NVTE_CPU_OFFLOAD_V1=1")
+
+
+NORMALIZE: tuple[Callable[[Draft], None], ...] = (
+    normalize_checkpoint_activations,
+    normalize_recompute_activations,
+)
+
+DERIVE: tuple[Callable[[Draft], None], ...] = (derive_cpu_offloading,)
+
+VALIDATE: tuple[Callable[[Draft], None], ...] = (
+    check_distributed_saved_activations,
+    check_selective_has_no_method,
+    check_fine_grained_offloading,
+)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from megaplug import Draft
 
 
@@ -94,3 +96,14 @@ def check_scheduler_source(config: Draft) -> None:
         config.warn("--override-opt-param-scheduler and --use-checkpoint-opt-param-scheduler "
                     "are both set; the scheduler will refuse this when it is built",
                     flags=("override_opt_param_scheduler", "use_checkpoint_opt_param_scheduler"))
+
+
+DERIVE: tuple[Callable[[Draft], None], ...] = (derive_weight_decay_range,)
+
+VALIDATE: tuple[Callable[[Draft], None], ...] = (
+    check_iteration_based,
+    check_sample_based,
+    check_learning_rate_floor,
+    check_weight_decay_range,
+    check_scheduler_source,
+)
