@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
-from .checks import CHECKS
-from .derivations import DERIVATIONS, EARLY_CHECKS
-
 megaplug_plugin = PluginInfo(
     name="checkpointing",
     description="Saving and loading checkpoints: where, how often, which format.",
-    # the early checks read the values as given, before other plugins adjust them
-    rules=Rules(normalize=EARLY_CHECKS, derive=DERIVATIONS, validate=CHECKS),
+    # named by module: importing the plugin to list or document it imports no rules; the
+    # early checks (normalize) read the values as given, before other plugins adjust them
+    rules=Rules(normalize=(f"{__name__}.derivations:NORMALIZE",),
+                derive=(f"{__name__}.derivations:DERIVE",),
+                validate=(f"{__name__}.checks:VALIDATE",)),
 )
 
 

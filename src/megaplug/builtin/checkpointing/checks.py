@@ -158,7 +158,7 @@ def warn_deprecated_and_risky(config: Draft) -> None:
                     "parallel loads", flags=("ckpt_fully_parallel_load_exchange_algo",))
 
 
-CHECKS: tuple[Callable[[Draft], None], ...] = (
+VALIDATE: tuple[Callable[[Draft], None], ...] = (
     check_conversion_inputs,
     check_non_persistent_type,
     check_checkpoint_args_source,

@@ -95,13 +95,14 @@ def derive_replication_jump(config: Draft) -> None:
         config.set("replication_jump", None, reason="replication is off", inputs=("replication",))
 
 
-EARLY_CHECKS: tuple[Callable[[Draft], None], ...] = (
+# checks of the values as given, run before other plugins adjust them
+NORMALIZE: tuple[Callable[[Draft], None], ...] = (
     check_main_params_need_no_load_optim,
     check_params_dump_without_param_gather_overlap,
     check_gloo_free_checkpointing,
 )
 
-DERIVATIONS: tuple[Callable[[Draft], None], ...] = (
+DERIVE: tuple[Callable[[Draft], None], ...] = (
     derive_exit_on_missing_checkpoint,
     derive_use_dist_ckpt,
     derive_async_save,
