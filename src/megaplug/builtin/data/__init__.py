@@ -12,20 +12,21 @@ from __future__ import annotations
 
 from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
-from . import fim, packing, paths, sequences, tokenizer
 
+def _named(*references: str) -> tuple[str, ...]:
+    """Rule tables of this package's modules (``"module:TABLE"``), named for the kernel."""
+    return tuple(f"{__name__}.{reference}" for reference in references)
+
+
+#: Each phase's rules, named by the module that holds them (imported when the phase first
+#: runs, so listing or documenting the plugin imports none), in the order they run.
 rules = Rules(
     # the split and sequence length every other plugin reads
-    normalize=(paths.default_split, sequences.fill_seq_length, paths.parse_phase_transitions),
-    derive=(packing.omit_mask_with_inter_document_masking, packing.default_sft_mock_config,
-            packing.default_varlen_scheduler, packing.derive_variable_seq_lengths),
+    normalize=_named("paths:NORMALIZE_SPLIT", "sequences:NORMALIZE", "paths:NORMALIZE_PHASES"),
+    derive=_named("packing:DERIVE"),
     # in the order Megatron's validate_args makes them
-    validate=(paths.check_data_path_or_args_file, paths.check_per_split_paths_or_args_file,
-              paths.check_builder_threads, sequences.check_context_parallel_multiple,
-              packing.check_varlen_excludes_sft, packing.check_sbhd_validation,
-              packing.check_dynamic_cp_scheduler, packing.check_per_token_loss,
-              packing.check_scheduler_cuda_graphs, paths.check_single_data_source,
-              fim.check_fim, tokenizer.warn_missing_tokenizer_inputs),
+    validate=_named("paths:VALIDATE", "sequences:VALIDATE", "packing:VALIDATE",
+                    "paths:VALIDATE_SOURCES", "fim:VALIDATE", "tokenizer:VALIDATE"),
 )
 
 megaplug_plugin = PluginInfo(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from megaplug import Draft
 
 _FIM_TOKENS = ("fim_prefix_token", "fim_middle_token", "fim_suffix_token", "fim_pad_token",
@@ -24,3 +26,6 @@ def check_fim(config: Draft) -> None:
     if missing:
         config.error(f"--fim-data needs its special tokens; missing {', '.join(missing)}",
                      flags=("fim_data", *missing), hint="set every FIM token")
+
+
+VALIDATE: tuple[Callable[[Draft], None], ...] = (check_fim,)

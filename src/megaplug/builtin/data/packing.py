@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Callable
 
 from megaplug import Draft
 
@@ -121,3 +122,19 @@ def check_scheduler_cuda_graphs(config: Draft) -> None:
         config.error("CUDA graphs with the dp_balanced packing scheduler need a fixed global "
                      "batch size", flags=("step_batch_size_schedule", "cuda_graph_impl"),
                      hint="drop --step-batch-size-schedule, or another --cuda-graph-impl")
+
+
+DERIVE: tuple[Callable[[Draft], None], ...] = (
+    omit_mask_with_inter_document_masking,
+    default_sft_mock_config,
+    default_varlen_scheduler,
+    derive_variable_seq_lengths,
+)
+
+VALIDATE: tuple[Callable[[Draft], None], ...] = (
+    check_varlen_excludes_sft,
+    check_sbhd_validation,
+    check_dynamic_cp_scheduler,
+    check_per_token_loss,
+    check_scheduler_cuda_graphs,
+)

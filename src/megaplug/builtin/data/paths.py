@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from megaplug import Draft
 
 #: Split proportions Megatron falls back to when --data-path comes without --split.
@@ -82,3 +84,18 @@ def check_builder_threads(config: Draft) -> None:
     if threads is not None and threads <= 0:
         config.error(f"--num-dataset-builder-threads must be at least 1, got {threads}",
                      flags=("num_dataset_builder_threads",), hint="use 1 or more threads")
+
+
+# the split first: the sequence length (sequences.NORMALIZE) comes between these two
+NORMALIZE_SPLIT: tuple[Callable[[Draft], None], ...] = (default_split,)
+
+NORMALIZE_PHASES: tuple[Callable[[Draft], None], ...] = (parse_phase_transitions,)
+
+VALIDATE: tuple[Callable[[Draft], None], ...] = (
+    check_data_path_or_args_file,
+    check_per_split_paths_or_args_file,
+    check_builder_threads,
+)
+
+# after the packing checks, where Megatron's validate_args makes it
+VALIDATE_SOURCES: tuple[Callable[[Draft], None], ...] = (check_single_data_source,)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from megaplug import Draft
 
 
@@ -47,3 +49,7 @@ def check_context_parallel_multiple(config: Draft) -> None:
                      f"size {cp} (= {2 * cp})", flags=("seq_length", "context_parallel_size"),
                      hint=f"use a sequence length divisible by {2 * cp}")
 
+
+NORMALIZE: tuple[Callable[[Draft], None], ...] = (fill_seq_length,)
+
+VALIDATE: tuple[Callable[[Draft], None], ...] = (check_context_parallel_multiple,)

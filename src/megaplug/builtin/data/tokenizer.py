@@ -6,6 +6,8 @@ arguments were accepted; a warning names the gap before the job is launched.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from megaplug import Draft
 
 #: Settings each tokenizer type reads when it is built.
@@ -33,3 +35,6 @@ def warn_missing_tokenizer_inputs(config: Draft) -> None:
         spelled = " and ".join(config.spelling(d) for d in missing)
         config.warn(f"--tokenizer-type {kind} will need {spelled} when the tokenizer is built",
                     flags=("tokenizer_type", *missing))
+
+
+VALIDATE: tuple[Callable[[Draft], None], ...] = (warn_missing_tokenizer_inputs,)
