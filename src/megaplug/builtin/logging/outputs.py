@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from megaplug import Draft
 
 _TENSORBOARD_EXTRAS = ("log_timers_to_tensorboard", "log_validation_ppl_to_tensorboard",
@@ -34,3 +36,9 @@ def warn_unused_settings(config: Draft) -> None:
         spelled = ", ".join(config.spelling(d) for d in asked)
         config.warn(f"{spelled} has no effect without --tensorboard-dir",
                     flags=(*asked, "tensorboard_dir"))
+
+
+VALIDATE: tuple[Callable[[Draft], None], ...] = (
+    check_max_attention_logit,
+    warn_unused_settings,
+)
