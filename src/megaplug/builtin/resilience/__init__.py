@@ -5,17 +5,15 @@ from __future__ import annotations
 
 from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
-from . import restart, storage
-
 megaplug_plugin = PluginInfo(
     name="resilience",
     description="Autoresume, in-process restart, fault tolerance, straggler detection, "
                 "fault injection and the multi-storage client.",
+    # named by module: importing the plugin to list or document it imports no rules
     rules=Rules(
         # the deprecated --disable-msc; the active world size defaults to WORLD_SIZE
-        normalize=(storage.apply_disable_msc, restart.default_active_world_size),
-        validate=(storage.check_msc_installed, restart.warn_missing_resiliency_ext,
-                  restart.warn_inprocess_settings, restart.warn_ft_timeouts_without_package)),
+        normalize=(f"{__name__}.storage:NORMALIZE", f"{__name__}.restart:NORMALIZE"),
+        validate=(f"{__name__}.storage:VALIDATE", f"{__name__}.restart:VALIDATE")),
 )
 
 

@@ -6,6 +6,8 @@ the job starts; a missing package is therefore reported here as a warning, early
 
 from __future__ import annotations
 
+from typing import Callable
+
 from megaplug import Draft
 
 _NVRX = "nvidia_resiliency_ext"
@@ -54,3 +56,12 @@ def warn_ft_timeouts_without_package(config: Draft) -> None:
     if config.calc_ft_timeouts and not config.enable_ft_package:
         config.warn("--calc-ft-timeouts has no effect without --enable-ft-package",
                     flags=("calc_ft_timeouts", "enable_ft_package"))
+
+
+NORMALIZE: tuple[Callable[[Draft], None], ...] = (default_active_world_size,)
+
+VALIDATE: tuple[Callable[[Draft], None], ...] = (
+    warn_missing_resiliency_ext,
+    warn_inprocess_settings,
+    warn_ft_timeouts_without_package,
+)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from megaplug import Draft
 
 
@@ -25,3 +27,8 @@ def check_msc_installed(config: Draft) -> None:
                      hint="pip install multi-storage-client, or drop --enable-msc")
     else:
         config.warn("the multi-storage client (MSC) is enabled", flags=("enable_msc",))
+
+
+NORMALIZE: tuple[Callable[[Draft], None], ...] = (apply_disable_msc,)
+
+VALIDATE: tuple[Callable[[Draft], None], ...] = (check_msc_installed,)
