@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
-from .rules import CHECKS, DERIVATIONS, NORMALIZATIONS
-
 megaplug_plugin = PluginInfo(
     name="experimental",
     description="Layer specs, hybrid layer patterns, precision-aware optimizer, Triton autotune.",
     before=("model", "parallel"),
-    rules=Rules(normalize=NORMALIZATIONS, derive=DERIVATIONS, validate=CHECKS),
+    # named by module: importing the plugin to list or document it imports no rules
+    rules=Rules(normalize=(f"{__name__}.rules:NORMALIZE",), derive=(f"{__name__}.rules:DERIVE",),
+                validate=(f"{__name__}.rules:VALIDATE",)),
 )
 
 

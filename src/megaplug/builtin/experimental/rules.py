@@ -73,7 +73,7 @@ def migrate_legacy_mtp_pattern(config: Draft) -> None:
     config.set("mtp_hybrid_override_pattern", None, reason="merged into --hybrid-layer-pattern")
 
 
-NORMALIZATIONS: tuple[Callable[[Draft], None], ...] = (
+NORMALIZE: tuple[Callable[[Draft], None], ...] = (
     migrate_hybrid_override_pattern,
     migrate_legacy_mtp_pattern,
 )
@@ -152,7 +152,7 @@ def derive_optimizer_dtypes(config: Draft) -> None:
             config.set(name, TorchDType(DTYPES[value]), inputs=(name,))
 
 
-DERIVATIONS: tuple[Callable[[Draft], None], ...] = (
+DERIVE: tuple[Callable[[Draft], None], ...] = (
     check_pattern_syntax,
     derive_layers_from_pattern,
     derive_virtual_pipeline_from_pattern,
@@ -214,7 +214,7 @@ def check_precision_aware_dtypes(config: Draft) -> None:
                     flags=(*lowered, "use_precision_aware_optimizer"))
 
 
-CHECKS: tuple[Callable[[Draft], None], ...] = (
+VALIDATE: tuple[Callable[[Draft], None], ...] = (
     check_pattern_defines_pipeline,
     check_yaml_cfg,
     check_precision_aware_dtypes,
