@@ -9,15 +9,14 @@ from __future__ import annotations
 
 from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
-from .checks import CHECKS
-
 __all__ = ["DistillationOptions", "megaplug_plugin"]
 
 megaplug_plugin = PluginInfo(
     name="distillation",
     description="Logits distillation: save a teacher's top logits, train a student on them.",
     version="0.1.0",
-    rules=Rules(validate=CHECKS),
+    # named, not imported: the checks module is imported when a resolve first validates
+    rules=Rules(validate=("megaplug_distillation.checks:CHECKS",)),
 )
 
 

@@ -8,25 +8,33 @@ rules that would judge sharded parameters or CUDA connections without knowing of
 
 from __future__ import annotations
 
-from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
-
-from . import across, megatron_fsdp, shared, torch_fsdp2
+from megaplug import Draft, FlagDeclarations, PluginInfo, Rules, hookimpl
 
 __all__ = ["FsdpOptions", "megaplug_plugin"]
 
+
+def uses_fsdp(config: Draft) -> bool:
+    """Whether either FSDP implementation is on."""
+    return bool(config.use_torch_fsdp2 or config.use_megatron_fsdp)
+
+
+def uses_megatron_fsdp(config: Draft) -> bool:
+    """Whether Megatron-FSDP, which gathers parameters after the step itself, is on."""
+    return bool(config.use_megatron_fsdp)
+
+
+# named, not imported: each module is imported when a resolve first runs the phase
 rules = Rules(
     # each implementation's requirements are checked on the values as given
-    derive=(torch_fsdp2.derive_torch_fsdp2, shared.derive_dtypes,
-            megatron_fsdp.derive_megatron_fsdp, shared.derive_stream_priorities),
-    validate=(shared.check_manual_registration, shared.check_checkpoint_format,
-              across.check_torch_dcp_format, across.check_dynamic_context_parallel,
-              across.check_classic_optimizer,
-              across.warn_device_connections_with_model_parallelism),
+    derive=("megaplug_fsdp.torch_fsdp2:DERIVATIONS", "megaplug_fsdp.shared:DTYPE_DERIVATIONS",
+            "megaplug_fsdp.megatron_fsdp:DERIVATIONS",
+            "megaplug_fsdp.shared:STREAM_DERIVATIONS"),
+    validate=("megaplug_fsdp.shared:CHECKS", "megaplug_fsdp.across:CHECKS"),
 )
 # FSDP shards parameters itself, and wants several CUDA connections
 rules.supersede("precision.check_param_gather_sharding",
-                "parallel.check_cuda_device_max_connections", when=across.uses_fsdp)
-rules.supersede("parallel.check_overlap_param_gather_sharding", when=across.uses_megatron_fsdp)
+                "parallel.check_cuda_device_max_connections", when=uses_fsdp)
+rules.supersede("parallel.check_overlap_param_gather_sharding", when=uses_megatron_fsdp)
 
 megaplug_plugin = PluginInfo(
     name="fsdp",

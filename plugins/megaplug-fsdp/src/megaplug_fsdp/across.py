@@ -9,21 +9,14 @@ use, and the rules here say what applies instead.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from megaplug import Draft
 
+from . import uses_fsdp
 from .environment import BLACKWELL, device_arch
 
 _CLASSIC_OPTIMIZERS = ("adam", "sgd")
-
-
-def uses_fsdp(config: Draft) -> bool:
-    """Whether either FSDP implementation is on."""
-    return bool(config.use_torch_fsdp2 or config.use_megatron_fsdp)
-
-
-def uses_megatron_fsdp(config: Draft) -> bool:
-    """Whether Megatron-FSDP, which gathers parameters after the step itself, is on."""
-    return bool(config.use_megatron_fsdp)
 
 
 def _implementation(config: Draft) -> str:
@@ -72,3 +65,11 @@ def check_classic_optimizer(config: Draft) -> None:
             config.error(f"--optimizer {optimizer} does not support {config.spelling(dest)} yet",
                          flags=("optimizer", dest),
                          hint=f"use --optimizer adam or sgd, or drop {config.spelling(dest)}")
+
+
+CHECKS: tuple[Callable[[Draft], None], ...] = (
+    check_torch_dcp_format,
+    check_dynamic_context_parallel,
+    check_classic_optimizer,
+    warn_device_connections_with_model_parallelism,
+)

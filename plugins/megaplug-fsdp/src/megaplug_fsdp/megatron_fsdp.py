@@ -7,6 +7,8 @@ does the same in its derive rules, which run before the training plugin's.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from megaplug import Draft
 
 from .environment import set_if_declared, single_device_connection
@@ -115,3 +117,6 @@ def derive_megatron_fsdp(config: Draft) -> None:
     check_sharding(config)
     check_environment_and_format(config)
     derive_buffers(config)
+
+
+DERIVATIONS: tuple[Callable[[Draft], None], ...] = (derive_megatron_fsdp,)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from megaplug import Draft, TorchDType
 
@@ -75,3 +75,10 @@ def check_manual_registration(config: Draft) -> None:
         config.error("--fsdp-manual-registration works only with --use-nccl-ub",
                      flags=("fsdp_manual_registration", "nccl_ub"),
                      hint="add --use-nccl-ub, or drop --fsdp-manual-registration")
+
+
+# derive_dtypes runs after Torch FSDP2's derivation, derive_stream_priorities after
+# Megatron-FSDP's: two groups, so that __init__ can keep that order
+DTYPE_DERIVATIONS: tuple[Callable[[Draft], None], ...] = (derive_dtypes,)
+STREAM_DERIVATIONS: tuple[Callable[[Draft], None], ...] = (derive_stream_priorities,)
+CHECKS: tuple[Callable[[Draft], None], ...] = (check_manual_registration, check_checkpoint_format)

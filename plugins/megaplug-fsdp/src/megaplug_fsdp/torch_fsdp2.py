@@ -6,6 +6,8 @@ them early in ``validate_args`` against the values as given.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from megaplug import Draft
 
 from .environment import set_if_declared, single_device_connection
@@ -93,3 +95,6 @@ def derive_torch_fsdp2(config: Draft) -> None:
     check_model_settings(config)
     check_device_connections(config)
     disable_low_precision_gather(config)
+
+
+DERIVATIONS: tuple[Callable[[Draft], None], ...] = (derive_torch_fsdp2,)

@@ -8,13 +8,18 @@ data-parallel size, takes the remat ranks out of it. Checks what GTP cannot comb
 
 from __future__ import annotations
 
-from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
+from megaplug import Draft, FlagDeclarations, PluginInfo, Rules, hookimpl
 
-from .layout import resolve_tensor_parallel_weight_shards
-from .rules import DERIVATIONS, REMAT_CHECKS, remat_active
 
-rules = Rules(derive=DERIVATIONS)
-rules.validate(*REMAT_CHECKS, when=remat_active)
+def remat_active(config: Draft) -> bool:
+    """Whether some weight is rematerialized: most GTP checks apply only then."""
+    return config.gtp_weight_remat_size > 1 or config.expert_gtp_weight_remat_size > 1
+
+
+# named, not imported: the rules module is imported when a resolve first derives. (Not bound
+# to ``rules``: importing the module ``megaplug_gtp.rules`` sets that attribute.)
+_rules = Rules(derive=("megaplug_gtp.rules:DERIVATIONS",))
+_rules.validate("megaplug_gtp.rules:REMAT_CHECKS", when=remat_active)
 
 megaplug_plugin = PluginInfo(
     name="gtp",
@@ -23,7 +28,7 @@ megaplug_plugin = PluginInfo(
     # parallel derives the data-parallel size GTP refines; precision decides whether
     # gradients are reduced in fp32 already
     after=("parallel", "precision"),
-    rules=rules,
+    rules=_rules,
 )
 
 
@@ -36,7 +41,8 @@ def add_args(flags: FlagDeclarations) -> None:
     flags.add_options(GtpOptions)
 
 
-__all__ = ["GtpOptions", "megaplug_plugin", "resolve_tensor_parallel_weight_shards"]
+__all__ = ["GtpOptions", "megaplug_plugin", "remat_active",
+           "resolve_tensor_parallel_weight_shards"]
 
 
 def __getattr__(name: str) -> object:
@@ -44,4 +50,8 @@ def __getattr__(name: str) -> object:
         from . import options
 
         return getattr(options, name)
+    if name == "resolve_tensor_parallel_weight_shards":  # from the layout module, likewise
+        from . import layout
+
+        return getattr(layout, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

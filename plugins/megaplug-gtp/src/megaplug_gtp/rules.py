@@ -12,12 +12,8 @@ from typing import Callable
 
 from megaplug import Draft
 
+from . import remat_active
 from .layout import LayoutError, resolve_tensor_parallel_weight_shards
-
-
-def remat_active(config: Draft) -> bool:
-    """Whether some weight is rematerialized: most GTP checks apply only then."""
-    return config.gtp_weight_remat_size > 1 or config.expert_gtp_weight_remat_size > 1
 
 
 def _tensor_parallel_size(config: Draft) -> int:

@@ -11,9 +11,6 @@ from __future__ import annotations
 
 from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
-from . import cuda_graphs, engine
-from .enums import InferenceCudaGraphScope
-
 __all__ = ["InferenceCudaGraphScope", "InferenceOptions", "megaplug_plugin"]
 
 megaplug_plugin = PluginInfo(
@@ -22,11 +19,11 @@ megaplug_plugin = PluginInfo(
     # training normalizes --cuda-graph-impl and the module list first; this plugin migrates
     # the retired module spelling that now means an inference scope, then the scope.
     after=("training",),
-    rules=Rules(normalize=(cuda_graphs.migrate_retired_module_spelling,
-                           cuda_graphs.normalize_scope),
-                derive=(engine.derive_state_dtypes,),
-                validate=(cuda_graphs.check_scope_allowed, cuda_graphs.check_num_cuda_graphs,
-                          cuda_graphs.check_block_scope_fp8, engine.check_batch_split_threshold)),
+    # named, not imported: each module is imported when a resolve first runs the phase
+    rules=Rules(normalize=("megaplug_inference.cuda_graphs:NORMALIZATIONS",),
+                derive=("megaplug_inference.engine:DERIVATIONS",),
+                validate=("megaplug_inference.cuda_graphs:CHECKS",
+                          "megaplug_inference.engine:CHECKS")),
 )
 
 
@@ -45,4 +42,8 @@ def __getattr__(name: str) -> object:
         from . import options
 
         return getattr(options, name)
+    if name == "InferenceCudaGraphScope":  # from the enums module, likewise
+        from . import enums
+
+        return getattr(enums, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,7 +6,7 @@ it and migrates the retired module spelling ``full_iteration_inference`` into th
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from megaplug import Draft
 
@@ -143,3 +143,15 @@ def check_block_scope_fp8(config: Draft) -> None:
         config.error("fp8 with --inference-cuda-graph-scope block supports only "
                      f"--fp8-recipe mxfp8, got {recipe}", flags=(*flags, "fp8_recipe"),
                      hint="use --fp8-recipe mxfp8")
+
+
+# the retired module spelling becomes a scope before the scope is normalized
+NORMALIZATIONS: tuple[Callable[[Draft], None], ...] = (
+    migrate_retired_module_spelling,
+    normalize_scope,
+)
+CHECKS: tuple[Callable[[Draft], None], ...] = (
+    check_scope_allowed,
+    check_num_cuda_graphs,
+    check_block_scope_fp8,
+)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from megaplug import Draft, TorchDType
 
@@ -45,3 +45,7 @@ def check_batch_split_threshold(config: Draft) -> None:
                      f"micro-batched inference) cannot be used with --cuda-graph-impl {impl}",
                      flags=(flag, "cuda_graph_impl"),
                      hint="use --cuda-graph-impl none, or set the threshold to -1")
+
+
+DERIVATIONS: tuple[Callable[[Draft], None], ...] = (derive_state_dtypes,)
+CHECKS: tuple[Callable[[Draft], None], ...] = (check_batch_split_threshold,)

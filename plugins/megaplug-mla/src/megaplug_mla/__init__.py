@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
 
-from .rules import CHECKS, DERIVATIONS
-
 megaplug_plugin = PluginInfo(
     name="mla",
     description="Multi-latent attention: low-rank query/key/value projections.",
     version="0.1.0",
     after=("experimental",),
-    rules=Rules(derive=DERIVATIONS, validate=CHECKS),
+    # named, not imported: the rules module is imported when a resolve first derives
+    rules=Rules(derive=("megaplug_mla.rules:DERIVATIONS",),
+                validate=("megaplug_mla.rules:CHECKS",)),
 )
 
 

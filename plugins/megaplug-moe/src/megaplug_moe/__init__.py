@@ -11,18 +11,20 @@ built-in settings.
 
 from __future__ import annotations
 
-from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
+from megaplug import Draft, FlagDeclarations, PluginInfo, Rules, hookimpl
 
-from . import across
-from .checks import CHECKS
-from .derivations import DERIVATIONS, NORMALIZATIONS
 
-rules = Rules(normalize=NORMALIZATIONS, derive=DERIVATIONS,
-              validate=(*CHECKS, across.flex_dispatcher_needs_real_communication,
-                        across.graphed_router_with_delayed_wgrad,
-                        across.warn_device_connections_with_model_parallelism))
+def overlaps_expert_parallel_comm(config: Draft) -> bool:
+    """Whether expert-parallel communication overlaps compute (it wants more connections)."""
+    return bool(config.overlap_moe_expert_parallel_comm)
+
+
+# named, not imported: each module is imported when a resolve first runs the phase
+rules = Rules(normalize=("megaplug_moe.derivations:NORMALIZATIONS",),
+              derive=("megaplug_moe.derivations:DERIVATIONS",),
+              validate=("megaplug_moe.checks:CHECKS", "megaplug_moe.across:CHECKS"))
 rules.supersede("parallel.check_cuda_device_max_connections",
-                when=across.overlaps_expert_parallel_comm)
+                when=overlaps_expert_parallel_comm)
 
 megaplug_plugin = PluginInfo(
     name="moe",

@@ -8,12 +8,11 @@ parallel plugin's CUDA_DEVICE_MAX_CONNECTIONS requirement (Megatron only advises
 
 from __future__ import annotations
 
+from typing import Callable
+
 from megaplug import Draft
 
-
-def overlaps_expert_parallel_comm(config: Draft) -> bool:
-    """Whether expert-parallel communication overlaps compute (it wants more connections)."""
-    return bool(config.overlap_moe_expert_parallel_comm)
+from . import overlaps_expert_parallel_comm
 
 
 def warn_device_connections_with_model_parallelism(config: Draft) -> None:
@@ -65,3 +64,10 @@ def graphed_router_with_delayed_wgrad(config: Draft) -> None:
                      "(its static buffers are what graphs can capture)",
                      flags=(*flags, "gradient_accumulation_fusion"),
                      hint="drop --no-gradient-accumulation-fusion")
+
+
+CHECKS: tuple[Callable[[Draft], None], ...] = (
+    flex_dispatcher_needs_real_communication,
+    graphed_router_with_delayed_wgrad,
+    warn_device_connections_with_model_parallelism,
+)
