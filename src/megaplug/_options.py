@@ -11,15 +11,11 @@ import math
 import types
 import typing
 from argparse import ArgumentTypeError
-from typing import TYPE_CHECKING, Annotated, Any, Callable, Sequence, get_args, get_origin
+from typing import Annotated, Any, Callable, Sequence, get_args, get_origin
 
 from ._errors import shorten
 from ._record import MutableRecord, Record
 from .values._types import float_or_infinity, is_dtype
-
-if TYPE_CHECKING:
-    import dataclasses
-
 
 class _Missing:
     """A marker's ``default=`` when none is given (the field's default then applies)."""
@@ -309,11 +305,9 @@ def _field_markers(options_class: type) -> list[tuple[Any, ...]]:
     declared: dict[str, tuple[Any, ...]] = {}
     for klass in reversed(options_class.__mro__):
         declared.update(klass.__dict__.get("__megaplug_markers__", {}))
-    import dataclasses
-
     hints: dict[str, Any] | None = None
     rows = []
-    for field in dataclasses.fields(options_class):
+    for field in _fields(options_class):
         annotation = field.type
         if isinstance(annotation, str):
             hints = hints or typing.get_type_hints(options_class, include_extras=True)
@@ -329,14 +323,12 @@ def _field_markers(options_class: type) -> list[tuple[Any, ...]]:
     return rows
 
 
-def _field_default(field: dataclasses.Field, annotation: Any) -> Any:  # type: ignore[type-arg]
-    from dataclasses import MISSING as NO_DEFAULT
-
+def _field_default(field: _Field, annotation: Any) -> Any:
     if isinstance(field.default, _MARKER_TYPES):
         return _marker_default(field.default, annotation)
-    if field.default_factory is not NO_DEFAULT:  # type: ignore[misc]
-        return field.default_factory()  # type: ignore[misc]
-    return None if field.default is NO_DEFAULT else field.default
+    if field.default_factory is not MISSING:
+        return field.default_factory()
+    return None if field.default is MISSING else field.default
 
 
 def _marker_default(marker: Any, annotation: Any) -> Any:
@@ -429,79 +421,30 @@ def spec_from_argparse(option_strings: Sequence[str], kwargs: dict[str, Any],
     return _flag_spec(dest, plugin, marker, {}, _marker_default(marker, None))
 
 
-# -- the options decorator ---------------------------------------------------------------
+class _Field(Record):
+    """A field of an options class as the kernel reads it: name, annotation, and its default
+    or the factory of one (``MISSING`` where there is none)."""
 
-def _options_init(self: Any, **values: Any) -> None:
+    __slots__ = ("name", "type", "default", "default_factory")
+
+    def __init__(self, name: str, type: Any, default: Any = MISSING,
+                 default_factory: Any = MISSING) -> None:
+        self._fill(locals())
+
+
+def _from_dataclass_field(field: Any, name: str, annotation: Any) -> _Field:
     from dataclasses import MISSING as NO_DEFAULT
 
-    for field in self.__megaplug_fields__:
-        if field.name in values:
-            value = values.pop(field.name)
-        elif field.default is not NO_DEFAULT:
-            value = field.default
-        elif field.default_factory is not NO_DEFAULT:  # type: ignore[misc]
-            value = field.default_factory()  # type: ignore[misc]
-        else:
-            raise TypeError(f"{type(self).__name__}() missing setting {field.name!r}")
-        object.__setattr__(self, field.name, value)
-    if values:
-        raise TypeError(f"{type(self).__name__}() got unknown settings: "
-                        f"{', '.join(sorted(values))}")
+    default, factory = (MISSING if value is NO_DEFAULT else value
+                        for value in (field.default, field.default_factory))
+    return _Field(name, annotation, default, factory)
 
 
-def _options_repr(self: Any) -> str:
-    inner = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in self.__megaplug_fields__)
-    return f"{type(self).__name__}({inner})"
+def _fields(options_class: type) -> tuple[_Field, ...]:
+    """An options class's fields: an ``@options`` class's own record, a dataclass's fields."""
+    if "__megaplug_fields__" in options_class.__dict__:
+        return options_class.__megaplug_fields__  # type: ignore[attr-defined, no-any-return]
+    import dataclasses
 
-
-def _options_eq(self: Any, other: object) -> bool:
-    if type(other) is not type(self):
-        return NotImplemented
-    return all(getattr(self, f.name) == getattr(other, f.name) for f in self.__megaplug_fields__)
-
-
-def _take_marker_defaults(target: type) -> None:
-    """Replace each marker written as a field's default by the default it stands for,
-    keeping the marker in ``__megaplug_markers__`` for the kernel."""
-    declared: dict[str, tuple[Any, ...]] = {}
-    for name, annotation in target.__dict__.get("__annotations__", {}).items():
-        marker = target.__dict__.get(name)
-        if not isinstance(marker, _MARKER_TYPES):
-            continue
-        if (annotation.startswith(("Annotated[", "typing.Annotated[",
-                                   "typing_extensions.Annotated["))
-                if isinstance(annotation, str) else get_origin(annotation) is Annotated):
-            raise TypeError(f"{target.__name__}.{name}: declare its markers either in Annotated "
-                            "metadata or as the default, not both")
-        declared[name] = (marker,)
-        default = _marker_default(marker, annotation)
-        if isinstance(default, (list, dict, set)):  # a fresh copy per instance, as default_factory
-            import dataclasses
-
-            default = dataclasses.field(default_factory=functools.partial(type(default), default))
-        setattr(target, name, default)
-    target.__megaplug_markers__ = declared  # type: ignore[attr-defined]
-
-
-def options(cls: type | None = None, /) -> Any:
-    """Declare a plugin's options dataclass — like ``@dataclass``, built cheaply.
-
-    A real dataclass whose keyword-only ``__init__``, ``__repr__`` and ``__eq__`` are shared
-    methods, not code compiled per class (most of a big plugin's import time, on every
-    rank). A marker written as a field's default (``x: int = Flag(default=1)``) is kept for
-    the kernel and the plain default left on the class: no ``Annotated`` alias per field.
-    """
-
-    def wrap(target: type) -> type:
-        import dataclasses
-
-        _take_marker_defaults(target)
-        made = dataclasses.dataclass(target, init=False, repr=False, eq=False)
-        made.__megaplug_fields__ = dataclasses.fields(made)  # type: ignore[attr-defined]
-        made.__init__ = _options_init  # type: ignore[misc]
-        made.__repr__ = _options_repr  # type: ignore[method-assign]
-        made.__eq__ = _options_eq  # type: ignore[method-assign]
-        made.__hash__ = None  # type: ignore[assignment]  # mutable, like a dataclass with eq
-        return made
-
-    return wrap if cls is None else wrap(cls)
+    return tuple(_from_dataclass_field(field, field.name, field.type)
+                 for field in dataclasses.fields(options_class))

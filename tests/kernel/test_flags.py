@@ -140,6 +140,30 @@ def test_options_decorator_makes_a_cheap_dataclass():
         Small(depth=3)
 
 
+def test_an_options_class_becomes_a_dataclass_when_dataclasses_first_looks_at_it():
+    import dataclasses
+
+    from megaplug import options
+
+    @options
+    class Base:
+        width: int = Flag(default=4, help="Width.")
+        names: list = Flag(nargs="+", default=["a"], help="Names.")
+
+    @options
+    class Child(Base):
+        depth: int = Flag(default=2, help="Depth.")
+        width: int = Flag(default=8, help="Width.")  # redeclared: keeps its place
+
+    first, second = Child(), Child()
+    first.names.append("b")  # a list default is copied for each instance
+    assert second.names == ["a"] and Child().width == 8
+    assert [f.name for f in dataclasses.fields(Child)] == ["width", "names", "depth"]
+    assert dataclasses.is_dataclass(Base) and dataclasses.asdict(second) == {
+        "width": 8, "names": ["a"], "depth": 2}
+    assert [field.name for field in dataclasses.fields(Child())] == ["width", "names", "depth"]
+
+
 # -- markers written as the field's default ------------------------------------------------
 
 @options

@@ -168,7 +168,7 @@ def test_hookspec_marks_a_function_as_pluggys_marker_does():
     assert ours.megaplug_spec == theirs.megaplug_spec
 
 
-def test_a_resolve_with_a_stored_flag_table_imports_no_pluggy_inspect_or_dataclasses(tmp_path):
+def test_a_resolve_imports_no_pluggy_inspect_or_dataclasses_and_no_options_once_stored(tmp_path):
     import json
     import os
     import subprocess
@@ -180,11 +180,12 @@ def test_a_resolve_with_a_stored_flag_table_imports_no_pluggy_inspect_or_datacla
             " '--num-attention-heads', '4'], environ={'RANK': '0', 'WORLD_SIZE': '1'})\n"
             "except megaplug.ConfigError:\n"
             "    pass\n"
-            "print(json.dumps(sorted(m for m in ('pluggy', 'inspect', 'dataclasses', 'ast')"
-            " if m in sys.modules)))\n")
+            "print(json.dumps(sorted(m for m in ('pluggy', 'inspect', 'dataclasses', 'ast',"
+            " 'megaplug.builtin.model.options') if m in sys.modules)))\n")
     env = {**os.environ, "MEGAPLUG_CACHE_DIR": str(tmp_path)}
     env.pop("MEGAPLUG_NO_CACHE", None)
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            env=env, cwd=tmp_path, check=True) for _ in range(2)]
-    assert "dataclasses" in json.loads(runs[0].stdout)  # declared: options classes imported
+    # declared: the options classes are imported, and made dataclasses only when asked
+    assert json.loads(runs[0].stdout) == ["megaplug.builtin.model.options"]
     assert json.loads(runs[1].stdout) == []  # read back from the cache

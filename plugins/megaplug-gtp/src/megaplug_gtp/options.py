@@ -6,7 +6,6 @@ flag: they are derived from the weight-shard counts.
 """
 
 
-from dataclasses import field
 from typing import Annotated, Optional
 
 from megaplug import Computed, Flag, options
@@ -26,8 +25,7 @@ class GtpOptions:
         help="Split each expert weight into this many shards, a multiple of "
              "--expert-tensor-parallel-size (default: that size, i.e. no GTP).")
     gtp_remat_opt_in_modules: Annotated[list[str], Flag(
-        help="Modules whose weights GTP rematerializes (all-gathers) on use.")] = field(
-        default_factory=list)
+        help="Modules whose weights GTP rematerializes (all-gathers) on use.")] = []
     gtp_remat_reduce_scatter_with_fp32_accumulation: bool = Flag(
         default=False,
         help="Reduce-scatter GTP weight gradients in low precision over the wire but "

@@ -1,7 +1,6 @@
 """The RL (GRPO) settings, spelled and defaulted exactly as Megatron's ``rl`` group."""
 
 
-from dataclasses import field
 from typing import Annotated, Literal, Optional
 
 from megaplug import Computed, Flag, options
@@ -155,8 +154,7 @@ class RLOptions:
         help="Directory of RL profiling data; none means <save>/profiles.")
     # A bare ``list``: Megatron declares this flag without a type (nargs "*").
     rl_inference_parsers: Annotated[list, Flag(  # type: ignore[type-arg]
-        nargs="*", help="Response parsers enabled for rollout inference.")] = field(
-        default_factory=list)
+        nargs="*", help="Response parsers enabled for rollout inference.")] = []
 
     # Not a flag: what Megatron's training loop reads to time GRPO's collection phases.
     grpo_samples_per_iteration: Optional[int] = Computed(

@@ -6,7 +6,6 @@ parser exactly, including its quirks (``--onnx-safe`` takes a ``bool(...)`` of i
 """
 
 
-from dataclasses import field
 from typing import Annotated, Literal, Optional
 
 from megaplug import Flag, options
@@ -385,7 +384,7 @@ class ModelOptions:
     evidence_data_path: Optional[str] = Flag(
         default=None, help="Path to the Wikipedia evidence file.")
     retriever_report_topk_accuracies: Annotated[list[int], Flag(
-        help="Top-k values whose retrieval accuracy is reported.")] = field(default_factory=list)
+        help="Top-k values whose retrieval accuracy is reported.")] = []
     retriever_score_scaling: bool = Flag(
         default=False,
         help="Divide retriever scores by the square root of the hidden size.")

@@ -1,7 +1,6 @@
 """The parallel plugin's settings: model-parallel sizes, pipeline layout, DDP and process groups."""
 
 
-from dataclasses import field
 from typing import Annotated, Any, Literal, Optional
 
 from megaplug import Computed, Flag, FromEnv, options
@@ -167,8 +166,7 @@ class ParallelOptions:
         default=None,
         help="Process group that uses SHARP.")
     high_priority_stream_groups: Annotated[list[str], Flag(
-        help="Process groups whose communication runs on high-priority streams.")] = field(
-        default_factory=list)
+        help="Process groups whose communication runs on high-priority streams.")] = []
     flight_recorder_dump_path: Optional[str] = Flag(
         default=None,
         help="Directory for NCCL flight-recorder dumps; none disables them.")
@@ -216,7 +214,7 @@ class ParallelOptions:
              "fp32.")
     ddp_param_name_patterns_for_fp32_local_accumulation: Annotated[list[Any], Flag(
         help="fnmatch patterns of parameter names whose gradients accumulate locally in "
-             "fp32 ('all' matches every parameter).")] = field(default_factory=list)
+             "fp32 ('all' matches every parameter).")] = []
     ddp_average_in_collective: bool = Flag(
         default=False,
         help="Average gradients inside the data-parallel collective.")
@@ -250,7 +248,7 @@ class ParallelOptions:
         help="Number of distributed-optimizer replicas across the data-parallel group.")
     cp_comm_type: Annotated[list[str], Flag(
         help="Context-parallel communication: p2p, a2a, allgather or a2a+p2p; one value "
-             "for all layers or one per layer.")] = field(default_factory=lambda: ["p2p"])
+             "for all layers or one per layer.")] = ["p2p"]
 
     # -- values derived by this plugin ----------------------------------------------------
     data_parallel_size: Optional[int] = Computed(

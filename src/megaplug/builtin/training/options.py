@@ -1,7 +1,6 @@
 """The training plugin's settings, one dataclass per topic, joined in :class:`TrainingOptions`."""
 
 import signal
-from dataclasses import field
 from typing import Annotated, Literal, Optional
 
 from megaplug import Computed, Flag, float_or_infinity, options
@@ -70,7 +69,7 @@ class IterationOptions:
         default=False,
         help="Install the exit-signal handler in the training process.")
     iterations_to_skip: Annotated[list[int], Flag(
-        help="Iterations whose batches are skipped entirely.")] = field(default_factory=list)
+        help="Iterations whose batches are skipped entirely.")] = []
     consumed_train_samples: int = Computed(
         "Training samples consumed so far (zero until a checkpoint says otherwise).", default=0)
     skipped_train_samples: int = Computed(
@@ -163,8 +162,7 @@ class RecomputeOptions:
         default=False,
         help="Offload the activations of selected submodules to CPU.")
     offload_modules: Annotated[list[str], Flag(
-        help="Submodules whose activations fine-grained offloading moves to CPU.")] = field(
-        default_factory=list)
+        help="Submodules whose activations fine-grained offloading moves to CPU.")] = []
     min_offloaded_tensor_size: int = Flag(
         default=1048576,
         help="Smallest tensor, in elements, that fine-grained offloading moves to CPU.")
@@ -201,7 +199,7 @@ class CudaGraphOptions:
     cuda_graph_modules: Annotated[list[CudaGraphModuleArg], Flag(
         type=parse_cuda_graph_module, nargs="+",
         help="Parts of each layer to capture (attn, mlp, moe, moe_router, moe_preprocess, "
-             "mamba); empty captures the whole layer.")] = field(default_factory=list)
+             "mamba); empty captures the whole layer.")] = []
     cuda_graph_scope_deprecated: Optional[list[CudaGraphModuleArg]] = Flag(
         "--cuda-graph-scope", default=None, type=parse_cuda_graph_module, nargs="+", hidden=True,
         help="Retired spelling of --cuda-graph-modules.")
@@ -475,7 +473,7 @@ class ProfilingOptions:
         default=False,
         help="Collect Chakra execution traces with the PyTorch profiler.")
     profile_ranks: Annotated[list[int], Flag(
-        help="Global ranks to profile.")] = field(default_factory=list)
+        help="Global ranks to profile.")] = []
     record_memory_history: bool = Flag(
         default=False,
         help="Record the CUDA allocator's history for memory snapshots.")
