@@ -23,13 +23,12 @@ _MODULES = {
     "._config": ("Draft", "Provenance", "Resolved"),
     "._errors": ("ConfigError", "PluginError", "Problem"),
     "._kernel": ("Kernel",),
-    "._options": ("Computed", "Flag", "FromEnv", "enum_by_name"),
+    "._options": ("Computed", "Flag", "FromEnv", "enum_by_name", "options"),
     "._plugins": ("PluginInfo", "Requirement"),
     "._registry": ("FlagDeclarations",),
     "._rules": ("Rules",),
     ".hookspecs": ("hookimpl",),
     ".target": ("TargetEnvironment",),
-    ".values._options_class": ("options",),
     ".values._patterns": ("PatternError", "parse_pattern"),
     ".values._types": ("TorchDType", "float_or_infinity"),
 }
@@ -63,12 +62,11 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from ._config import Draft, Provenance, Resolved
     from ._errors import ConfigError, PluginError, Problem
     from ._kernel import Kernel
-    from ._options import Computed, Flag, FromEnv, enum_by_name
+    from ._options import Computed, Flag, FromEnv, enum_by_name, options
     from ._plugins import PluginInfo, Requirement
     from ._registry import FlagDeclarations
     from ._rules import Rules
     from .hookspecs import hookimpl
     from .target import TargetEnvironment
-    from .values._options_class import options
     from .values._patterns import PatternError, parse_pattern
     from .values._types import TorchDType, float_or_infinity

@@ -15,20 +15,8 @@ from typing import Annotated, Any, Callable, Sequence, get_args, get_origin
 
 from ._errors import shorten
 from ._record import MutableRecord, Record
+from .values._options_class import MISSING, OptionsField, from_dataclass_field, build
 from .values._types import float_or_infinity, is_dtype
-
-class _Missing:
-    """A marker's ``default=`` when none is given (the field's default then applies)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "MISSING"
-
-
-# Not dataclasses.MISSING: reading a flag table back from the snapshot declares nothing,
-# and must not import dataclasses (and through it ``inspect``) at start-up.
-MISSING: Any = _Missing()
 
 ACTIONS = ("store", "store_true", "store_false", "store_const", "boolean_optional", "append",
            "count")
@@ -323,7 +311,7 @@ def _field_markers(options_class: type) -> list[tuple[Any, ...]]:
     return rows
 
 
-def _field_default(field: _Field, annotation: Any) -> Any:
+def _field_default(field: OptionsField, annotation: Any) -> Any:
     if isinstance(field.default, _MARKER_TYPES):
         return _marker_default(field.default, annotation)
     if field.default_factory is not MISSING:
@@ -421,30 +409,47 @@ def spec_from_argparse(option_strings: Sequence[str], kwargs: dict[str, Any],
     return _flag_spec(dest, plugin, marker, {}, _marker_default(marker, None))
 
 
-class _Field(Record):
-    """A field of an options class as the kernel reads it: name, annotation, and its default
-    or the factory of one (``MISSING`` where there is none)."""
-
-    __slots__ = ("name", "type", "default", "default_factory")
-
-    def __init__(self, name: str, type: Any, default: Any = MISSING,
-                 default_factory: Any = MISSING) -> None:
-        self._fill(locals())
-
-
-def _from_dataclass_field(field: Any, name: str, annotation: Any) -> _Field:
-    from dataclasses import MISSING as NO_DEFAULT
-
-    default, factory = (MISSING if value is NO_DEFAULT else value
-                        for value in (field.default, field.default_factory))
-    return _Field(name, annotation, default, factory)
-
-
-def _fields(options_class: type) -> tuple[_Field, ...]:
+def _fields(options_class: type) -> tuple[OptionsField, ...]:
     """An options class's fields: an ``@options`` class's own record, a dataclass's fields."""
     if "__megaplug_fields__" in options_class.__dict__:
         return options_class.__megaplug_fields__  # type: ignore[attr-defined, no-any-return]
     import dataclasses
 
-    return tuple(_from_dataclass_field(field, field.name, field.type)
+    return tuple(from_dataclass_field(field, field.name, field.type)
                  for field in dataclasses.fields(options_class))
+
+
+def _take_marker_defaults(target: type) -> None:
+    """Replace each marker written as a field's default by the default it stands for,
+    keeping the marker in ``__megaplug_markers__`` for the kernel."""
+    declared: dict[str, tuple[Any, ...]] = {}
+    for name, annotation in target.__dict__.get("__annotations__", {}).items():
+        marker = target.__dict__.get(name)
+        if not isinstance(marker, _MARKER_TYPES):
+            continue
+        if (annotation.startswith(("Annotated[", "typing.Annotated[",
+                                   "typing_extensions.Annotated["))
+                if isinstance(annotation, str) else get_origin(annotation) is Annotated):
+            raise TypeError(f"{target.__name__}.{name}: declare its markers either in Annotated "
+                            "metadata or as the default, not both")
+        declared[name] = (marker,)
+        setattr(target, name, _marker_default(marker, annotation))
+    target.__megaplug_markers__ = declared  # type: ignore[attr-defined]
+
+
+def options(cls: type | None = None, /) -> Any:
+    """Declare a plugin's options dataclass — like ``@dataclass``, built cheaply.
+
+    Its keyword-only ``__init__``, ``__repr__`` and ``__eq__`` are shared methods, not code
+    compiled per class. A marker written as a field's default (``x: int = Flag(default=1)``)
+    is kept for the kernel and the plain default left on the class; a list, dict or set
+    default is copied for each instance. The class becomes a real dataclass the first time
+    ``dataclasses`` looks at it: importing ``dataclasses`` (and ``inspect``) is a tenth of a
+    process that declares every flag, and only a plugin asking for its options object needs it.
+    """
+
+    def wrap(target: type) -> type:
+        _take_marker_defaults(target)
+        return build(target)
+
+    return wrap if cls is None else wrap(cls)

@@ -9,9 +9,60 @@ a real dataclass only when ``dataclasses`` first looks at it.
 from __future__ import annotations
 
 import functools
-from typing import Annotated, Any, get_origin
+from typing import Any
 
-from .._options import _MARKER_TYPES, MISSING, _Field, _from_dataclass_field, _marker_default
+from .._record import Record
+
+
+class _Missing:
+    """A marker's ``default=`` when none is given (the field's default then applies)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+# Not dataclasses.MISSING: reading a flag table back from the snapshot declares nothing,
+# and must not import dataclasses (and through it ``inspect``) at start-up.
+MISSING: Any = _Missing()
+
+
+class OptionsField(Record):
+    """A field of an options class as the kernel reads it: name, annotation, and its default
+    or the factory of one (``MISSING`` where there is none)."""
+
+    __slots__ = ("name", "type", "default", "default_factory")
+
+    def __init__(self, name: str, type: Any, default: Any = MISSING,
+                 default_factory: Any = MISSING) -> None:
+        self._fill(locals())
+
+
+def from_dataclass_field(field: Any, name: str, annotation: Any) -> OptionsField:
+    """A ``dataclasses.Field``'s default or factory as an :class:`OptionsField`."""
+    from dataclasses import MISSING as NO_DEFAULT
+
+    default, factory = (MISSING if value is NO_DEFAULT else value
+                        for value in (field.default, field.default_factory))
+    return OptionsField(name, annotation, default, factory)
+
+
+def build(target: type) -> type:
+    """Give an options class (its markers already taken, see ``megaplug.options``) its field
+    record, the shared methods, and a ``__dataclass_fields__`` made on first use."""
+    fields = {field.name: field for klass in reversed(target.__mro__[1:])
+              for field in klass.__dict__.get("__megaplug_fields__", ())}
+    fields.update((name, _own_field(target, name)) for name, annotation
+                  in target.__dict__.get("__annotations__", {}).items()
+                  if not str(annotation).startswith(("ClassVar", "typing.ClassVar")))
+    target.__megaplug_fields__ = tuple(fields.values())  # type: ignore[attr-defined]
+    target.__dataclass_fields__ = _DataclassFields(target)  # type: ignore[attr-defined]
+    target.__init__ = _options_init  # type: ignore[misc]
+    target.__repr__ = _options_repr  # type: ignore[method-assign]
+    target.__eq__ = _options_eq  # type: ignore[method-assign]
+    target.__hash__ = None  # type: ignore[assignment]  # mutable, like a dataclass with eq
+    return target
 
 
 def _options_init(self: Any, **values: Any) -> None:
@@ -41,60 +92,14 @@ def _options_eq(self: Any, other: object) -> bool:
     return all(getattr(self, f.name) == getattr(other, f.name) for f in self.__megaplug_fields__)
 
 
-def _take_marker_defaults(target: type) -> None:
-    """Replace each marker written as a field's default by the default it stands for,
-    keeping the marker in ``__megaplug_markers__`` for the kernel."""
-    declared: dict[str, tuple[Any, ...]] = {}
-    for name, annotation in target.__dict__.get("__annotations__", {}).items():
-        marker = target.__dict__.get(name)
-        if not isinstance(marker, _MARKER_TYPES):
-            continue
-        if (annotation.startswith(("Annotated[", "typing.Annotated[",
-                                   "typing_extensions.Annotated["))
-                if isinstance(annotation, str) else get_origin(annotation) is Annotated):
-            raise TypeError(f"{target.__name__}.{name}: declare its markers either in Annotated "
-                            "metadata or as the default, not both")
-        declared[name] = (marker,)
-        setattr(target, name, _marker_default(marker, annotation))
-    target.__megaplug_markers__ = declared  # type: ignore[attr-defined]
-
-
-def options(cls: type | None = None, /) -> Any:
-    """Declare a plugin's options dataclass — like ``@dataclass``, built cheaply.
-
-    Its keyword-only ``__init__``, ``__repr__`` and ``__eq__`` are shared methods, not code
-    compiled per class. A marker written as a field's default (``x: int = Flag(default=1)``)
-    is kept for the kernel and the plain default left on the class; a list, dict or set
-    default is copied for each instance. The class becomes a real dataclass the first time
-    ``dataclasses`` looks at it: importing ``dataclasses`` (and ``inspect``) is a tenth of a
-    process that declares every flag, and only a plugin asking for its options object needs it.
-    """
-
-    def wrap(target: type) -> type:
-        _take_marker_defaults(target)
-        fields = {field.name: field for klass in reversed(target.__mro__[1:])
-                  for field in klass.__dict__.get("__megaplug_fields__", ())}
-        fields.update((name, _own_field(target, name)) for name, annotation
-                      in target.__dict__.get("__annotations__", {}).items()
-                      if not str(annotation).startswith(("ClassVar", "typing.ClassVar")))
-        target.__megaplug_fields__ = tuple(fields.values())  # type: ignore[attr-defined]
-        target.__dataclass_fields__ = _DataclassFields(target)  # type: ignore[attr-defined]
-        target.__init__ = _options_init  # type: ignore[misc]
-        target.__repr__ = _options_repr  # type: ignore[method-assign]
-        target.__eq__ = _options_eq  # type: ignore[method-assign]
-        target.__hash__ = None  # type: ignore[assignment]  # mutable, like a dataclass with eq
-        return target
-
-    return wrap if cls is None else wrap(cls)
-
-
-def _own_field(target: type, name: str) -> _Field:
+def _own_field(target: type, name: str) -> OptionsField:
     annotation, default = target.__annotations__[name], target.__dict__.get(name, MISSING)
     if type(default).__name__ == "Field" and type(default).__module__ == "dataclasses":
-        return _from_dataclass_field(default, name, annotation)  # its module imported them
+        return from_dataclass_field(default, name, annotation)  # its module imported them
     if isinstance(default, (list, dict, set)):
-        return _Field(name, annotation, default_factory=functools.partial(type(default), default))
-    return _Field(name, annotation, default)
+        copy = functools.partial(type(default), default)
+        return OptionsField(name, annotation, default_factory=copy)
+    return OptionsField(name, annotation, default)
 
 
 class _DataclassFields:
