@@ -23,7 +23,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 MEGAPLUG = """
 import json, os, sys, time
 started = time.perf_counter()
-from megaplug.target._devices import local_device_capability
+from megaplug.environment._devices import local_device_capability
 answer = local_device_capability(os.environ)
 print(json.dumps({"answer": answer, "ms": (time.perf_counter() - started) * 1e3,
                   "torch": "torch" in sys.modules}))

@@ -213,7 +213,7 @@ def bench_resolve_process(repeat: int) -> None:
 def bench_tensor_parallel(repeat: int) -> None:
     print("\n3. dense GPT at TP 4: resolve and explain with --assume* and without (this "
           "machine's GPU and packages are looked up)")
-    from megaplug.target import _devices
+    from megaplug.environment import _devices
 
     driver = [path for path in _devices.DRIVER_MARKERS if os.path.exists(path)]
     if driver:
@@ -250,7 +250,7 @@ def bench_tensor_parallel(repeat: int) -> None:
 def bench_nvml(driver: list[str]) -> None:
     """Where a driver is loaded: NVML's own answer and its time (what a process without
     the host's kept answer pays), and the kept answer read back."""
-    from megaplug.target import _devices
+    from megaplug.environment import _devices
 
     started = time.perf_counter()
     devices = _devices._nvml_devices_now()

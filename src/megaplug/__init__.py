@@ -28,7 +28,7 @@ _MODULES = {
     "._registry": ("FlagDeclarations",),
     "._rules": ("Rules",),
     ".hookspecs": ("hookimpl",),
-    ".target": ("TargetEnvironment",),
+    ".environment": ("TargetEnvironment",),
     ".values._patterns": ("PatternError", "parse_pattern"),
     ".values._types": ("TorchDType", "float_or_infinity"),
 }
@@ -67,6 +67,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from ._registry import FlagDeclarations
     from ._rules import Rules
     from .hookspecs import hookimpl
-    from .target import TargetEnvironment
+    from .environment import TargetEnvironment
     from .values._patterns import PatternError, parse_pattern
     from .values._types import TorchDType, float_or_infinity

@@ -11,7 +11,7 @@ from ._kernel import Kernel
 from ._plugins import PluginSet
 from .sources._selection import PluginSelection
 from .sources._config_files import take_config_files
-from .target import TargetEnvironment
+from .environment import TargetEnvironment
 
 _KERNELS: dict[tuple[Any, ...], Kernel] = {}
 

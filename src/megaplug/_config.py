@@ -9,7 +9,7 @@ from typing import Any, Iterator, Mapping
 from ._errors import Problem, ProblemSink
 from ._record import FrozenRecord
 from ._registry import FlagTable
-from .target import TargetEnvironment
+from .environment import TargetEnvironment
 
 #: Where a value can come from, lowest precedence first.
 SOURCES = ("default", "caller-default", "config-file", "environment", "command-line",

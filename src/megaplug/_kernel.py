@@ -16,7 +16,7 @@ from ._plugins import (ACTIVE, BLOCKED, BROKEN, UNAVAILABLE, PluginRecord, Plugi
 from ._registry import FlagDeclarations, FlagTable
 from ._rules import RuleStep
 from .sources._config_files import ConfigFileError, load_config_file
-from .target import TargetEnvironment
+from .environment import TargetEnvironment
 from .sources._command_line import NEGATIVE_NUMBER, Occurrence, split
 from .hookspecs import HOOKS, PHASES
 

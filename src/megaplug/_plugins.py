@@ -15,7 +15,7 @@ from ._record import FrozenRecord, MutableRecord
 from ._rules import Rules
 from ._version import __version__
 from .sources._selection import PluginSelection
-from .target import TargetEnvironment
+from .environment import TargetEnvironment
 
 #: Built-in plugins, registered through the same path as installed ones.
 BUILTIN_PLUGINS: tuple[str, ...] = tuple(f"megaplug.builtin.{name}" for name in (

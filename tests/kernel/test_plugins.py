@@ -165,7 +165,7 @@ def test_cached_entry_point_loads_module_attribute():
 
 
 def test_installed_version_is_read_without_importlib_metadata(tmp_path, monkeypatch):
-    from megaplug.target._environment import _installed_version
+    from megaplug.environment._environment import _installed_version
 
     package = tmp_path / "fancy_pkg"
     package.mkdir()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from megaplug.target import _devices
+from megaplug.environment import _devices
 
 from nvml_support import A100, H100, FakeNVML, devices
 

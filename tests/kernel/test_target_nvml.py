@@ -17,7 +17,7 @@ import types
 import pytest
 
 import megaplug
-from megaplug.target import _devices
+from megaplug.environment import _devices
 
 from nvml_support import A100, A6000, H100, FakeNVML, devices
 

@@ -25,7 +25,7 @@ import megaplug
 from megaplug.cli import main
 from megaplug._plugins import PluginSet
 from megaplug.sources._selection import PluginSelection
-from megaplug.target import parse_assumed_capability, parse_assumed_package
+from megaplug.environment import parse_assumed_capability, parse_assumed_package
 
 
 def _cli(*argv: str, **environ: str) -> tuple[int, str, str]:

@@ -77,7 +77,7 @@ def check_plugin_name(plugins: Any, name: str | None, command: str) -> None:
 def target_from(options: argparse.Namespace) -> Any:
     """The target environment ``--assume`` / ``--assume-device-capability`` describe; every
     malformed one is named in one usage error."""
-    from ..target import TargetEnvironment, parse_assumed_capability, parse_assumed_package
+    from ..environment import TargetEnvironment, parse_assumed_capability, parse_assumed_package
 
     packages: dict[str, str | None] = {}
     mistakes: list[str] = []

@@ -21,7 +21,7 @@ from .._config import Draft, Provenance
 from .._errors import Problem, ProblemSink
 from .._kernel import Kernel
 from ..sources._config_files import take_config_files
-from ..target import TargetEnvironment
+from ..environment import TargetEnvironment
 from ._native import from_native, to_native
 from ._provider import ProviderFlags
 from ._state import NamespaceState, remember, state_of
