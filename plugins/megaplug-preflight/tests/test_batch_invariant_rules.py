@@ -89,10 +89,11 @@ def test_batch_invariant_attention_that_is_rejected(argv, found):
 
 def test_batch_invariant_mode_needs_bf16_parameters():
     assert whole(INVARIANT, base=without_bf16()) == [
-        ("--batch-invariant-mode supports BF16 parameters only, got torch.float32",
+        ("--batch-invariant-mode supports BF16 parameters only, got FP32 (neither --bf16 nor "
+         "--fp16)",
          (MODE, "--bf16"), "add --bf16")]
     assert whole([*INVARIANT, "--fp16"], base=without_bf16()) == [
-        ("--batch-invariant-mode supports BF16 parameters only, got torch.float16",
+        ("--batch-invariant-mode supports BF16 parameters only, got FP16 (--fp16)",
          (MODE, "--bf16"), "add --bf16")]
 
 

@@ -87,16 +87,18 @@ def test_shared_expert_overlap_names_the_dispatcher_set(dispatcher, expected):
     assert whole(SHARED_EXPERT_OVERLAP, {"moe_token_dispatcher_type": dispatcher}) == expected
 
 
-PADDING_NEEDS_ALL_TO_ALL = pre(
-    "--moe-router-padding-for-quantization does not work with --moe-token-dispatcher-type "
-    "allgather", ("--moe-router-padding-for-quantization", "--moe-token-dispatcher-type"),
-    "use --moe-token-dispatcher-type alltoall or flex")
+def padding_needs_all_to_all(dispatcher: str) -> tuple:
+    return pre("--moe-router-padding-for-quantization does not work with "
+               f"--moe-token-dispatcher-type {dispatcher}",
+               ("--moe-router-padding-for-quantization", "--moe-token-dispatcher-type"),
+               "use --moe-token-dispatcher-type alltoall or flex")
 
 
 @pytest.mark.parametrize("dispatcher, expected", [
-    # the rule refuses Megatron's retired sequence all-to-all as it refuses allgather
-    ("alltoall_seq", [PADDING_NEEDS_ALL_TO_ALL]),
-    ("allgather", [PADDING_NEEDS_ALL_TO_ALL]),
+    # the rule refuses Megatron's retired sequence all-to-all as it refuses allgather, and
+    # names the dispatcher that was set
+    ("alltoall_seq", [padding_needs_all_to_all("alltoall_seq")]),
+    ("allgather", [padding_needs_all_to_all("allgather")]),
     ("alltoall", []),
 ])
 def test_router_padding_refuses_the_sequence_all_to_all(dispatcher, expected):

@@ -17,13 +17,18 @@ def _on(config: Draft) -> bool:
     return bool(config.get(MODE))
 
 
+#: How a parameter dtype other than BF16 came about, in the flags the user wrote.
+_PRECISIONS = {"float32": "FP32 (neither --bf16 nor --fp16)", "float16": "FP16 (--fp16)"}
+
+
 def batch_invariant_attention(config: Draft) -> None:
     """BF16 parameters, FlashAttention 3 or 4, no context parallelism, no attention dropout."""
     if not _on(config):
         return
-    dtype = str(config.get("params_dtype"))
-    if not dtype.endswith("bfloat16"):
-        reject(config, f"--batch-invariant-mode supports BF16 parameters only, got {dtype}",
+    dtype = str(config.get("params_dtype")).removeprefix("torch.")
+    if dtype != "bfloat16":
+        got = _PRECISIONS.get(dtype, dtype)
+        reject(config, f"--batch-invariant-mode supports BF16 parameters only, got {got}",
                flags=(MODE, "bf16"), hint="add --bf16")
     backend = view.name_of(config.get("attention_backend"))
     if backend != "flash":

@@ -296,9 +296,10 @@ def router_padding_needs_quantization(config: Draft) -> None:
     if not view.fp8_on(config) and not view.fp4_on(config):
         reject(config, f"{config.spelling(dest)} needs FP8 or FP4 training",
                flags=(dest, "fp8", "fp4"), hint="add --fp8-format or --fp4-format, or drop it")
-    if config.get("moe_token_dispatcher_type", "allgather") in ("allgather", "alltoall_seq"):
+    dispatcher = config.get("moe_token_dispatcher_type", "allgather")
+    if dispatcher in ("allgather", "alltoall_seq"):
         reject(config, f"{config.spelling(dest)} does not work with "
-                       "--moe-token-dispatcher-type allgather",
+                       f"--moe-token-dispatcher-type {dispatcher}",
                flags=(dest, "moe_token_dispatcher_type"),
                hint="use --moe-token-dispatcher-type alltoall or flex")
 
