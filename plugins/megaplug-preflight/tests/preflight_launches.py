@@ -61,11 +61,16 @@ def every_problem(argv: list[str], packages: dict[str, Any] | None = None, *,
                          target=target(packages, capability),
                          config_files=[str(f) for f in config_files])
     except megaplug.ConfigError as error:
-        assert all(p.message.endswith(AT_MODEL_BUILD) for p in error.problems
-                   if p.plugin == "preflight")
-        return [(p.plugin, p.message.removesuffix(AT_MODEL_BUILD), tuple(p.flags), p.hint)
-                for p in error.problems]
+        return listed(error.problems)
     return []
+
+
+def listed(problems: list[Any]) -> list[tuple]:
+    """Problems as (plugin, message, flags, hint), each pre-flight message without its common
+    ending (which every one of them must have)."""
+    assert all(p.message.endswith(AT_MODEL_BUILD) for p in problems if p.plugin == "preflight")
+    return [(p.plugin, p.message.removesuffix(AT_MODEL_BUILD), tuple(p.flags), p.hint)
+            for p in problems]
 
 
 def pre(message: str, flags: tuple[str, ...], hint: str) -> tuple:
