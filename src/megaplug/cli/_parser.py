@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INVALID = 0, 1, 2
 EXIT_PIPE_CLOSED = 128 + 13  # 128 + SIGPIPE, what the shell reports for `yes | head`
+EXIT_FLUSH_FAILED = 120  # the interpreter's own code when flushing stdout at exit fails
 
 COMMANDS = ("list", "flags", "resolve", "explain", "diff", "schema", "completion", "docs")
 
