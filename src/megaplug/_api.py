@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gc
 import os
-from typing import Any, Mapping, Sequence
 
 from ._config import Resolved
 from ._kernel import Kernel
@@ -12,6 +11,10 @@ from ._plugins import PluginSet
 from .sources._selection import PluginSelection
 from .sources._config_files import take_config_files
 from .environment import TargetEnvironment
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Mapping, Sequence
 
 _KERNELS: dict[tuple[Any, ...], Kernel] = {}
 

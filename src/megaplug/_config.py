@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 from types import MappingProxyType
-from typing import Any, Iterator, Mapping
 
 from ._errors import Problem, ProblemSink
 from ._record import FrozenRecord
 from ._registry import FlagTable
 from .environment import TargetEnvironment
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Iterator, Mapping
 
 #: Where a value can come from, lowest precedence first.
 SOURCES = ("default", "caller-default", "config-file", "environment", "command-line",

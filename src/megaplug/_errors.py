@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
 
 from ._record import FrozenRecord, MutableRecord
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterable, Sequence
 
 
 class Problem(FrozenRecord):

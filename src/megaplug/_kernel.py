@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import copy
 import time
-from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ._config import Draft, Provenance, ReadOnlyError, Resolved
 from ._errors import (MAX_SUGGESTED_LENGTH, MAX_UNRECOGNIZED_SHOWN, ConfigError, PluginError,
@@ -18,7 +16,12 @@ from ._rules import RuleStep
 from .sources._config_files import ConfigFileError, load_config_file
 from .environment import TargetEnvironment
 from .sources._command_line import NEGATIVE_NUMBER, Occurrence, split
+from .values._encoding import deep_copy, fresh
 from .hookspecs import HOOKS, PHASES
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable, Mapping, Sequence
 
 
 class Kernel:
@@ -152,7 +155,7 @@ class Kernel:
             target = TargetEnvironment(environ=environ)
         elif environ is not None and target.environ is None:
             target = target.with_environ(environ)  # the caller may reuse it elsewhere
-        values = {dest: _fresh(specs[0].default) for dest, specs in self.table.by_dest.items()}
+        values = {dest: fresh(specs[0].default) for dest, specs in self.table.by_dest.items()}
         provenance = {dest: Provenance("default", plugin=specs[0].plugin)
                       for dest, specs in self.table.by_dest.items()}
         unread = [path for path in config_files
@@ -401,7 +404,7 @@ class Kernel:
             sink.error(f"plugin {record.name!r} changed {', '.join(changed)} in validate",
                        flags=changed, hint="validate must only report problems")
             for key in changed:
-                draft._values[key] = copy.deepcopy(snapshot[key])  # type: ignore[index]
+                draft._values[key] = deep_copy(snapshot[key])  # type: ignore[index]
 
 
 def _shown_unrecognized(sink: ProblemSink) -> bool:
@@ -442,12 +445,8 @@ def _give(values: dict[str, Any], provenance: dict[str, Provenance], setting: Fl
                                   else setting.plugin, previous=provenance.get(dest), value=value)
 
 
-def _fresh(value: Any) -> Any:
-    return copy.copy(value) if isinstance(value, (list, dict, set)) else value
-
-
 def _mutable_snapshot(values: dict[str, Any]) -> dict[str, Any]:
-    return {k: copy.deepcopy(v) for k, v in values.items() if isinstance(v, (list, dict, set))}
+    return {k: deep_copy(v) for k, v in values.items() if isinstance(v, (list, dict, set))}
 
 
 #: How a conversion problem names where the value came from.

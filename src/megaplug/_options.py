@@ -9,14 +9,16 @@ import functools
 import json
 import math
 import types
-import typing
 from argparse import ArgumentTypeError
-from typing import Annotated, Any, Callable, Sequence, get_args, get_origin
 
 from ._errors import shorten
 from ._record import MutableRecord, Record
 from .values._options_class import MISSING, OptionsField, from_dataclass_field, build
 from .values._types import float_or_infinity, is_dtype
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Sequence
 
 ACTIONS = ("store", "store_true", "store_false", "store_const", "boolean_optional", "append",
            "count")
@@ -270,6 +272,10 @@ def enum_by_name(enum_class: type[enum.Enum]) -> Callable[[str], enum.Enum]:
 @functools.cache  # a few hundred fields share a handful of annotations (``Optional[int]``)
 def _infer(annotation: Any) -> dict[str, Any]:
     """What a field's type says about type, nargs and choices."""
+    # typing is imported where options are declared, not by every resolve (~4 ms)
+    import typing
+    from typing import get_args, get_origin
+
     base, args = annotation, [a for a in get_args(annotation) if a is not type(None)]
     if get_origin(base) in (typing.Union, types.UnionType) and len(args) == 1:
         base = args[0]  # Optional[X] is X
@@ -290,6 +296,9 @@ def _infer(annotation: Any) -> dict[str, Any]:
 def _field_markers(options_class: type) -> list[tuple[Any, ...]]:
     """(field, annotation, markers) for each field. ``@options`` keeps the markers written
     as defaults in ``__megaplug_markers__`` (base classes first)."""
+    import typing
+    from typing import Annotated, get_args, get_origin
+
     declared: dict[str, tuple[Any, ...]] = {}
     for klass in reversed(options_class.__mro__):
         declared.update(klass.__dict__.get("__megaplug_markers__", {}))
@@ -429,12 +438,18 @@ def _take_marker_defaults(target: type) -> None:
             continue
         if (annotation.startswith(("Annotated[", "typing.Annotated[",
                                    "typing_extensions.Annotated["))
-                if isinstance(annotation, str) else get_origin(annotation) is Annotated):
+                if isinstance(annotation, str) else _is_annotated(annotation)):
             raise TypeError(f"{target.__name__}.{name}: declare its markers either in Annotated "
                             "metadata or as the default, not both")
         declared[name] = (marker,)
         setattr(target, name, _marker_default(marker, annotation))
     target.__megaplug_markers__ = declared  # type: ignore[attr-defined]
+
+
+def _is_annotated(annotation: Any) -> bool:
+    from typing import Annotated, get_origin
+
+    return get_origin(annotation) is Annotated
 
 
 def options(cls: type | None = None, /) -> Any:

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import enum
-import heapq
 import importlib
 import time
 import types
-from typing import Any, Iterable
 
 from . import hookspecs
 from ._errors import PluginError
@@ -16,6 +14,10 @@ from ._rules import Rules
 from ._version import __version__
 from .sources._selection import PluginSelection
 from .environment import TargetEnvironment
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Iterable
 
 #: Built-in plugins, registered through the same path as installed ones.
 BUILTIN_PLUGINS: tuple[str, ...] = tuple(f"megaplug.builtin.{name}" for name in (
@@ -377,15 +379,17 @@ class PluginSet:
         waiting = {name: 0 for name in active}
         for name in (n for targets in later.values() for n in targets):
             waiting[name] += 1
-        ready = [name for name, count in waiting.items() if count == 0]
-        heapq.heapify(ready)
+        # the first name in alphabetical order of those ready: ``ready`` is kept sorted
+        # backwards, so it is the last (sorting a sorted list is linear; no heapq to import)
+        ready = sorted((name for name, count in waiting.items() if count == 0), reverse=True)
         order: list[str] = []
         while ready:
-            order.append(heapq.heappop(ready))
+            order.append(ready.pop())
             for name in later[order[-1]]:
                 waiting[name] -= 1
                 if waiting[name] == 0:
-                    heapq.heappush(ready, name)
+                    ready.append(name)
+                    ready.sort(reverse=True)
         if len(order) == len(active):
             return order
         cycle = _cycle({n: later[n] for n in active if n not in order})

@@ -7,7 +7,9 @@ training rank. So records are ``__slots__`` classes whose typed ``__init__`` end
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _SETTERS: dict[type, tuple[tuple[str, Any], ...]] = {}
 

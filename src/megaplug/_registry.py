@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any, Iterator, Sequence
 
 from ._errors import PluginError
 from ._options import FlagSpec, spec_from_argparse, specs_from_options
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Iterator, Sequence
 
 
 class FlagDeclarations:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
-
 from ._record import FrozenRecord
 from .hookspecs import PHASES
 
-#: A rule: a small function of the draft. A check may also return or yield Problems.
-Rule = Callable[[Any], Any]
-Condition = Callable[[Any], bool]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable
+
+    #: A rule: a small function of the draft. A check may also return or yield Problems.
+    Rule = Callable[[Any], Any]
+    Condition = Callable[[Any], bool]
 
 
 class RuleStep(FrozenRecord):

@@ -24,9 +24,9 @@ wrapper options, which reorder or wrap calls across plugins, are refused.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable
     from ._config import Draft
     from ._errors import Problem
     from ._registry import FlagDeclarations

@@ -13,10 +13,13 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import Any
 
 from .._record import FrozenRecord
 from ._store import _DISTRIBUTION_SUFFIXES, cached, forget_fingerprint, installed_fingerprint
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 GROUP = "megaplug"
 

@@ -21,11 +21,14 @@ import enum
 import math
 import sys
 import types
-from typing import Any, Callable
 
 from .._options import FlagSpec, enum_by_name
 from .._registry import FlagTable
 from .._registry import resolve_reference
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 #: Bump when the stored form changes.
 VERSION = 1

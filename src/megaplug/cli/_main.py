@@ -7,7 +7,6 @@ import atexit
 import gc
 import os
 import sys
-from typing import Any, Callable, NoReturn, Sequence
 
 from .._errors import ConfigError, PluginError
 from ..values._encoding import encode, to_json
@@ -33,6 +32,10 @@ from ._shared import (
     suggest,
     target_from,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, NoReturn, Sequence
 
 # -- entry -----------------------------------------------------------------------------
 

@@ -8,7 +8,10 @@ stdout went away (``megaplug flags | head``), as a tool stopped by SIGPIPE repor
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INVALID = 0, 1, 2
 EXIT_PIPE_CLOSED = 128 + 13  # 128 + SIGPIPE, what the shell reports for `yes | head`

@@ -7,10 +7,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any, Sequence
 
 from .._errors import ConfigError, Problem
 from ._parser import UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Sequence
 
 def suggest(word: str, candidates: Sequence[str], cutoff: float = 0.6) -> str | None:
     """The candidate closest to ``word``, if any is close enough."""

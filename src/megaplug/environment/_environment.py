@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Mapping
+import sys
 
 from .._record import MutableRecord
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Mapping
 
 _NOT_ASKED = object()
 
@@ -42,19 +46,20 @@ def parse_version(text: str) -> tuple[int, ...]:
 
 #: A version as ``--assume`` takes it: PEP 440's public form and an optional local part
 #: (``2.17.1``, ``2.7.0.dev0``, ``1.0rc1``, ``2.17.1+cu12``), without epoch or ``v``.
-_VERSION = re.compile(
-    r"^\d+(?:\.\d+)*"
+# patterns are text, compiled (and cached by re) when first used: not by every resolve
+_VERSION = (
+    r"(?ia)^\d+(?:\.\d+)*"
     r"(?:[-_.]?(?:a|b|c|rc|alpha|beta|pre|preview)[-_.]?\d*)?"
     r"(?:[-_.]?(?:post|rev|r)[-_.]?\d*)?(?:[-_.]?dev[-_.]?\d*)?"
-    r"(?:\+[a-z0-9]+(?:[-_.][a-z0-9]+)*)?$", re.IGNORECASE | re.ASCII)
+    r"(?:\+[a-z0-9]+(?:[-_.][a-z0-9]+)*)?$")
 #: A package's import name, or its distribution name (``-`` is read as ``_``).
-_PACKAGE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+_PACKAGE_NAME = r"^[A-Za-z_][A-Za-z0-9_.-]*$"
 #: Packages megaplug's checks ask about: a stated name close to one of these is a typo.
 KNOWN_PACKAGES = ("transformer_engine", "torch", "apex", "flash_attn", "flash_attn_3",
                   "flashinfer", "multistorageclient", "mamba_ssm", "nvidia_resiliency_ext",
                   "megatron", "yaml", "triton", "numpy", "tensorstore", "zarr")
 #: A compute capability as ``--assume-device-capability`` takes it (``9.0``, ``10``).
-_CAPABILITY = re.compile(r"^(\d{1,3})(?:\.(\d{1,3}))?$", re.ASCII)
+_CAPABILITY = r"(?a)^(\d{1,3})(?:\.(\d{1,3}))?$"
 
 
 def parse_assumed_package(item: str, known: tuple[str, ...] = KNOWN_PACKAGES,
@@ -69,7 +74,7 @@ def parse_assumed_package(item: str, known: tuple[str, ...] = KNOWN_PACKAGES,
     name, version = name.strip(), version.strip()
     if not sep or not name:
         raise ValueError(f"--assume expects NAME=VERSION (or NAME=none), got {item!r}")
-    if not _PACKAGE_NAME.match(name):
+    if not re.match(_PACKAGE_NAME, name):
         raise ValueError(f"--assume {item!r}: {name!r} is not a package name")
     name = name.replace("-", "_")
     if name not in known and name.lower() in known:
@@ -83,7 +88,7 @@ def parse_assumed_package(item: str, known: tuple[str, ...] = KNOWN_PACKAGES,
                              f"did you mean {near[0]}?")
     if version.lower() == "none":
         return name, None
-    if not _VERSION.match(version):
+    if not re.match(_VERSION, version):
         raise ValueError(f"--assume {item!r}: {version!r} is not a version (give one such as "
                          "2.17.1, 2.7.0.dev0 or 1.0rc1, or none for not installed)")
     return name, version
@@ -94,7 +99,7 @@ def parse_assumed_capability(text: str) -> tuple[int, int] | None:
     ``--assume-device-capability`` takes it; ``ValueError`` for anything else."""
     if text.strip().lower() == "none":
         return None
-    match = _CAPABILITY.match(text.strip())
+    match = re.match(_CAPABILITY, text.strip())
     if match is None or int(match.group(1)) == 0:
         raise ValueError(f"--assume-device-capability expects MAJOR.MINOR (such as 8.0, 9.0 "
                          f"or 10.0) or none, got {text!r}")
@@ -167,12 +172,10 @@ class TargetEnvironment(MutableRecord):
 
 
 def _installed_version(import_name: str) -> str | None:
-    from importlib import util
-
     # find_spec first: it is cheap, and a missing package then never pays for
     # importing importlib.metadata (tens of milliseconds) on the start-up path.
     try:
-        spec = util.find_spec(import_name)
+        spec = _find_spec(import_name)
     except (ImportError, ValueError):
         spec = None
     if spec is None:
@@ -189,6 +192,22 @@ def _installed_version(import_name: str) -> str | None:
         except metadata.PackageNotFoundError:
             continue
     return "0"
+
+
+def _find_spec(import_name: str) -> object | None:
+    """``importlib.util.find_spec`` -- for a top-level name, asking the finders on
+    ``sys.meta_path`` as the import system does, without importing ``importlib.util`` (and
+    ``contextlib``): a plugin's requirement is looked up in every resolve."""
+    if "." in import_name or import_name in sys.modules:
+        from importlib import util
+
+        return util.find_spec(import_name)
+    for finder in sys.meta_path:
+        find_spec = getattr(finder, "find_spec", None)
+        spec = find_spec(import_name, None) if find_spec is not None else None
+        if spec is not None:
+            return spec
+    return None
 
 
 def _normalized(name: str) -> str:

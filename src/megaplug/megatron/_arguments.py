@@ -9,11 +9,14 @@ grouping, recorded in :mod:`._groups`.
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable
 
 from .._api import load
 from .._options import FlagSpec
 from ._groups import ADDER_DESTS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 def _flag_specs() -> list[FlagSpec]:
     return [spec for spec in load(())[0].table if spec.kind == "flag"]

@@ -10,10 +10,8 @@ Megatron's -- and megaplug's provenance and warnings for it are read with
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
-from typing import Any, Callable, Mapping, Sequence
 
 from .. import _errors
 from .._api import load
@@ -25,6 +23,10 @@ from ..environment import TargetEnvironment
 from ._native import from_native, to_native
 from ._provider import ProviderFlags
 from ._state import NamespaceState, remember, state_of
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Mapping, Sequence
 
 #: Where a value that the caller set on the namespace between parse and validate came from.
 _CALLER_EDIT = "set on the namespace before validate_args"
@@ -302,11 +304,17 @@ def parse_and_validate_args(
     validate_args(args, defaults, target=target, environ=environ, torch_types=torch_types,
                   preflight=preflight)
     if register is None:
-        register = torch_types and importlib.util.find_spec("megatron") is not None and (
-            importlib.util.find_spec("megatron.training") is not None)
+        register = torch_types and _megatron_installed()
     if register:
         _register_globally(args)
     return args
+
+
+def _megatron_installed() -> bool:
+    import importlib.util  # only asked with torch types: the command line never is
+
+    return (importlib.util.find_spec("megatron") is not None
+            and importlib.util.find_spec("megatron.training") is not None)
 
 
 def _apply_checkpoint_args(args: argparse.Namespace, defaults: Mapping[str, Any]) -> None:

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import enum
 import importlib
-from typing import Any, Callable
 
 from ..values._types import TorchDType
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 _UNAVAILABLE = object()
 _COUNTERPARTS: dict[type, Any] = {}

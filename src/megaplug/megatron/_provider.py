@@ -11,11 +11,14 @@ with argparse's semantics (the first declaration of a dest gives its default).
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable, Sequence
 
 from .._config import Provenance
 from .._errors import Problem
 from ._arguments import add_megatron_arguments
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Sequence
 
 PROVIDER = "extra_args_provider"
 _MISSING = object()

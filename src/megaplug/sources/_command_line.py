@@ -11,10 +11,13 @@ error wording. argparse itself is still used to print ``--help``.
 from __future__ import annotations
 
 import re
-from typing import Mapping, Sequence
 
 from .._options import FlagSpec
 from .._record import MutableRecord
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Mapping, Sequence
 
 #: argparse's own test for a token that is a negative number rather than an option.
 NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")

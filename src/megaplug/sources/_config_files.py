@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Sequence
 
 
 class ConfigFileError(ValueError):

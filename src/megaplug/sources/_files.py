@@ -20,7 +20,10 @@ import os
 import re
 import stat
 import sys
-from typing import IO, Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, IO
 
 
 class UntrustedInputError(ValueError):
@@ -157,11 +160,12 @@ def _raise_repeated(where: str, repeated: list[str]) -> None:
 # -- YAML (1.2 core schema) -----------------------------------------------------------------
 
 #: The YAML 1.2 core schema's plain scalars (https://yaml.org/spec/1.2.2/#1032-tag-resolution).
-_CORE_NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
-_CORE_BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
-_CORE_INT = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
-_CORE_FLOAT = re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
-                         r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
+#: (Text, compiled when YAML is first read or written: most resolves read none.)
+_CORE_NULL = r"^(?:~|null|Null|NULL|)$"
+_CORE_BOOL = r"^(?:true|True|TRUE|false|False|FALSE)$"
+_CORE_INT = r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"
+_CORE_FLOAT = (r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+               r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
 _TAG = "tag:yaml.org,2002:"
 _LOADER: Any = None
 
@@ -228,8 +232,8 @@ def _core_loader() -> type:
     for tag, pattern, first in (
             ("bool", _CORE_BOOL, "tTfF"), ("int", _CORE_INT, "-+0123456789"),
             ("float", _CORE_FLOAT, "-+.0123456789"), ("null", _CORE_NULL, ["~", "n", "N", ""]),
-            ("merge", re.compile(r"^<<$"), "<")):
-        CoreSchemaLoader.add_implicit_resolver(_TAG + tag, pattern, list(first))
+            ("merge", r"^<<$", "<")):
+        CoreSchemaLoader.add_implicit_resolver(_TAG + tag, re.compile(pattern), list(first))
     CoreSchemaLoader.add_constructor(_TAG + "timestamp", _no_timestamps)
     for tag, parse in (("int", _core_int), ("float", _core_float), ("bool", _core_bool)):
         CoreSchemaLoader.add_constructor(_TAG + tag, lambda loader, node, parse=parse: parse(
@@ -269,9 +273,9 @@ def _repeated_keys(loader: Any, node: Any) -> list[str]:
 
 def _core_float(text: str, node: Any) -> float:
     """A YAML 1.2 core float (a core integer too), ``.inf`` and ``.nan`` included."""
-    if _CORE_INT.match(text):
+    if re.match(_CORE_INT, text):
         return float(_core_int(text, node))
-    if not _CORE_FLOAT.match(text):
+    if not re.match(_CORE_FLOAT, text):
         raise _BadScalar(f"{text!r} on line {node.start_mark.line + 1} is not a "
                          "float (YAML 1.2: digits, '.', an exponent, .inf or .nan)")
     lowered = text.lower()
@@ -282,7 +286,7 @@ def _core_float(text: str, node: Any) -> float:
 
 def _core_bool(text: str, node: Any) -> bool:
     """A YAML 1.2 core boolean: ``true`` or ``false`` (any case YAML allows)."""
-    if not _CORE_BOOL.match(text):
+    if not re.match(_CORE_BOOL, text):
         raise _BadScalar(f"{text!r} on line {node.start_mark.line + 1} is not a "
                          "boolean (YAML 1.2: true or false)")
     return text.lower() == "true"
@@ -292,7 +296,7 @@ def _core_int(text: str, node: Any) -> int:
     """A YAML 1.2 core integer: decimal (leading zeros are decimal), ``0o`` octal or ``0x``
     hexadecimal; no ``_`` separators, no ``0b``, no sexagesimal ``1:20``."""
     line = node.start_mark.line + 1
-    if not _CORE_INT.match(text):
+    if not re.match(_CORE_INT, text):
         raise _BadScalar(f"{text!r} on line {line} is not an integer (YAML 1.2: digits, "
                          "0o octal or 0x hexadecimal)")
     base = {"0o": 8, "0x": 16}.get(text[:2], 10)
@@ -340,6 +344,6 @@ def _core_dumper() -> type:
                 ("bool", _CORE_BOOL, "tTfF"), ("int", _CORE_INT, "-+0123456789"),
                 ("float", _CORE_FLOAT, "-+.0123456789"),
                 ("null", _CORE_NULL, ["~", "n", "N", ""])):
-            CoreSchemaDumper.add_implicit_resolver(_TAG + tag, pattern, list(first))
+            CoreSchemaDumper.add_implicit_resolver(_TAG + tag, re.compile(pattern), list(first))
         _DUMPER = CoreSchemaDumper
     return _DUMPER

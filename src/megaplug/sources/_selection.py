@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Iterable, Sequence
 
 from .._record import MutableRecord
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Iterable, Sequence
 
 class PluginSelection(MutableRecord):
     """Which plugins to load beyond the built-ins, and which to block.
@@ -44,7 +47,7 @@ class PluginSelection(MutableRecord):
 
     def _checked(self, entry: str, where: str) -> bool:
         """Whether ``entry`` is a plugin name; if not, why not goes to ``problems``."""
-        if _PLUGIN_NAME.match(entry):
+        if re.match(_PLUGIN_NAME, entry):
             return True
         shown = f"{where} entry {entry!r}" if where.isupper() else f"{where}{entry}"
         if entry.startswith("no:") and where == "MEGAPLUG_DISABLE":
@@ -90,4 +93,4 @@ class PluginSelection(MutableRecord):
 
 
 #: A plugin name: an entry point's name (``[\w.-]+`` by the entry-point spec) or a module's.
-_PLUGIN_NAME = re.compile(r"^[\w.-]+$")
+_PLUGIN_NAME = r"^[\w.-]+$"  # compiled when first used

@@ -1,16 +1,54 @@
-"""The JSON form of resolved values, and strict JSON text.
+"""The JSON form of resolved values, strict JSON text, and copies of values.
 
 Output is strict: JSON that any parser reads (RFC 8259: no ``NaN`` or ``Infinity``) and YAML
 (``sources._files.to_yaml``) that megaplug's config reading turns back into the same values.
 A float that is not finite (``--clip-grad inf``, or one a plugin derives) is written as the
 text ``"inf"``, ``"-inf"`` or ``"nan"``, which a float setting reads back as the same number.
+
+Copies of values are made here rather than with the ``copy`` module, whose import (with
+``weakref``) was a millisecond of every resolve.
 """
 
 from __future__ import annotations
 
 import enum
 import math
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+#: Values that cannot change in place: a copy may share them.
+_IMMUTABLE = (str, int, float, bytes, type(None), enum.Enum)
+
+
+def fresh(value: Any) -> Any:
+    """A list, dict or set value copied (one level), so that a draft never changes a default;
+    anything else as it is."""
+    if type(value) in (list, dict, set):
+        return value.copy()
+    if isinstance(value, (list, dict, set)):
+        import copy
+
+        return copy.copy(value)
+    return value
+
+
+def deep_copy(value: Any) -> Any:
+    """``copy.deepcopy(value)`` for the values settings hold -- containers of strings,
+    numbers and enums -- without importing ``copy``; anything else goes to ``deepcopy``."""
+    if isinstance(value, _IMMUTABLE):
+        return value
+    if type(value) is list:
+        return [deep_copy(item) for item in value]
+    if type(value) is dict:
+        return {key: deep_copy(item) for key, item in value.items()}
+    if type(value) in (set, frozenset, tuple) and all(isinstance(v, _IMMUTABLE) for v in value):
+        return value.copy() if type(value) is set else value
+    import copy
+
+    return copy.deepcopy(value)
+
 
 def encode(value: Any) -> Any:
     """JSON form of a resolved value: dtypes as ``'torch.x'``, enums as ``'Class.member'``,

@@ -9,9 +9,12 @@ a real dataclass only when ``dataclasses`` first looks at it.
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 from .._record import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class _Missing:

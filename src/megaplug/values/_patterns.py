@@ -9,22 +9,22 @@ string cannot ask for gigabytes (``[1]*10**9``).
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Union
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import ast
 
-Value = Union[int, list]
+Value = int | list
 
 #: Largest list a pattern may produce and largest integer it may contain.
 MAX_LENGTH = 1_000_000
 MAX_INT = 10**12
 
 #: A number (digits and underscores), a symbol of the language, blanks, or anything else.
-_TOKEN = re.compile(r"([0-9][0-9_]*)|[\[\]()+*,]|\s+|(.)", re.S)
+# (Text, compiled -- and cached by re -- when a pattern is first parsed, not at import.)
+_TOKEN = r"(?s)([0-9][0-9_]*)|[\[\]()+*,]|\s+|(.)"
 #: Python's decimal integer literal: no leading zeros (``0``, ``00`` and ``1_000`` are
 #: fine, ``01`` is not), single underscores between digits.
-_DECIMAL = re.compile(r"[1-9](?:_?[0-9])*|0(?:_?0)*")
+_DECIMAL = r"[1-9](?:_?[0-9])*|0(?:_?0)*"
 
 
 class PatternError(ValueError):
@@ -50,12 +50,12 @@ def parse_pattern(text: str) -> Value:
 
 
 def _check_characters(text: str) -> None:
-    for match in _TOKEN.finditer(text):
+    for match in re.finditer(_TOKEN, text):
         number, other = match.groups()
         if other is not None:
             raise PatternError(f"unexpected character {other!r} at position {match.start()} "
                                f"in {text!r}")
-        if number is not None and not _DECIMAL.fullmatch(number):
+        if number is not None and not re.fullmatch(_DECIMAL, number):
             # Megatron evaluates patterns as Python, which refuses such a literal
             why = ("a number other than 0 cannot start with 0" if number[0] == "0"
                    and "_" not in number else "misplaced '_'")

@@ -4,9 +4,12 @@ without torch, and a float setting that may be infinite."""
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from .._record import FrozenRecord
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _TORCH_DTYPE_NAMES = frozenset(
     {"float32", "float16", "bfloat16", "float64", "float8_e4m3fn", "float8_e5m2", "int8",

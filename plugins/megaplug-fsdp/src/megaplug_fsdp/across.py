@@ -9,12 +9,15 @@ use, and the rules here say what applies instead.
 
 from __future__ import annotations
 
-from typing import Callable
 
 from megaplug import Draft
 
 from . import uses_fsdp
 from .environment import BLACKWELL, device_arch
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
 
 _CLASSIC_OPTIMIZERS = ("adam", "sgd")
 

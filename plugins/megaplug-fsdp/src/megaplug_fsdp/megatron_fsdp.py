@@ -7,11 +7,14 @@ does the same in its derive rules, which run before the training plugin's.
 
 from __future__ import annotations
 
-from typing import Callable
 
 from megaplug import Draft
 
 from .environment import set_if_declared, single_device_connection
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
 
 def sharding_strategies(config: Draft) -> set[str]:
     """Every sharding strategy in use: the general one and the expert one, if set."""

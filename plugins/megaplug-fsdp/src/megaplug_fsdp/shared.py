@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
 
 from megaplug import Draft, TorchDType
 
 from .environment import BLACKWELL, device_arch
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 _DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp8": "uint8"}
 DTYPE_FLAGS = (

@@ -6,11 +6,14 @@ them early in ``validate_args`` against the values as given.
 
 from __future__ import annotations
 
-from typing import Callable
 
 from megaplug import Draft
 
 from .environment import set_if_declared, single_device_connection
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
 
 MIN_TORCH = "2.4.0"
 _CKPT_FORMATS = ("torch_dist", "torch_dcp")

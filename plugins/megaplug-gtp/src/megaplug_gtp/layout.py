@@ -8,7 +8,9 @@ different samples, so they add to the ranks one model replica spans.
 
 from __future__ import annotations
 
-from typing import Optional
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 class LayoutError(ValueError):

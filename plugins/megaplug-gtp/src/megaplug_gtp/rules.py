@@ -8,12 +8,15 @@ derived as the world over one model-parallel group. The plugin runs after ``para
 
 from __future__ import annotations
 
-from typing import Callable
 
 from megaplug import Draft
 
 from . import remat_active
 from .layout import LayoutError, resolve_tensor_parallel_weight_shards
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
 
 
 def _tensor_parallel_size(config: Draft) -> int:

@@ -6,11 +6,14 @@ it and migrates the retired module spelling ``full_iteration_inference`` into th
 
 from __future__ import annotations
 
-from typing import Any, Callable
 
 from megaplug import Draft
 
 from .enums import InferenceCudaGraphScope as Scope
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 #: Inference captures graphs only with Megatron's own (local) implementation, and with it
 #: always does: per layer or per block (megatron.core's table of allowed scopes).

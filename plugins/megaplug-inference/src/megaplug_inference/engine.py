@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
 
 from megaplug import Draft, TorchDType
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 _DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp8": "uint8"}
 STATE_DTYPE_FLAGS = ("mamba_inference_conv_states_dtype", "mamba_inference_ssm_states_dtype")

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Callable
 
 from megaplug import Draft
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
 
 #: Hybrid-pattern layer symbols whose attention uses MLA projections ('+': MLA, 'D':
 #: DeepSeek sparse attention). Plain attention ('*'), Mamba ('M'), GDN ('G'), MLP ('-')

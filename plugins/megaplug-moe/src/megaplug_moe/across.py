@@ -8,11 +8,14 @@ parallel plugin's CUDA_DEVICE_MAX_CONNECTIONS requirement (Megatron only advises
 
 from __future__ import annotations
 
-from typing import Callable
 
 from megaplug import Draft
 
 from . import overlaps_expert_parallel_comm
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
 
 
 def warn_device_connections_with_model_parallelism(config: Draft) -> None:

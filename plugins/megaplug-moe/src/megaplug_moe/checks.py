@@ -10,9 +10,12 @@ built-in setting are in ``across``.
 from __future__ import annotations
 
 import math
-from typing import Callable
 
 from megaplug import Draft
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
 
 
 def _divisors(number: int) -> list[int]:

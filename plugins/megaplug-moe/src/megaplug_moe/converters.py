@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Union
 
 from megaplug import PatternError, parse_pattern
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Union
 
 
 def moe_freq_type(text: Union[str, int]) -> Union[int, list]:

@@ -13,9 +13,12 @@ or keep it loaded but silent with the environment switch ``MEGAPLUG_PREFLIGHT=0`
 
 from __future__ import annotations
 
-from typing import Any
 
 from megaplug import Draft, PluginInfo, Rules
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: The environment switch: ``0``, ``false``, ``no`` or ``off`` turn the checks off.
 SWITCH = "MEGAPLUG_PREFLIGHT"

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
 
 from megaplug import Draft
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Sequence
+
+    #: A pre-flight check: reads the draft, reports through :func:`reject`, changes nothing.
+    Check = Callable[[Draft], None]
 
 #: Appended to every message: the arguments pass Megatron's validate_args; the failure
 #: would come later, once every rank builds its model.
 AT_MODEL_BUILD = "Megatron would raise this when building the model"
-
-#: A pre-flight check: reads the draft, reports through :func:`reject`, changes nothing.
-Check = Callable[[Draft], None]
 
 
 def reject(config: Draft, message: str, *, flags: Sequence[str], hint: str) -> None:

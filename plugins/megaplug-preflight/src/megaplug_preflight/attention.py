@@ -5,7 +5,11 @@ from __future__ import annotations
 from megaplug import Draft
 
 from . import model_view as view
-from ._report import Check, divisors, reject, shown, spoken, te_shortfall
+from ._report import divisors, reject, shown, spoken, te_shortfall
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._report import Check
 
 #: Transformer Engine versions that provide the fused RoPE kernels, and interleaved fused RoPE.
 ROPE_FUSION_MIN_TE = "1.4"

@@ -6,7 +6,11 @@ from __future__ import annotations
 from megaplug import Draft
 
 from . import model_view as view
-from ._report import Check, reject, shown
+from ._report import reject, shown
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._report import Check
 
 MODE = "batch_invariant_mode"
 #: The package providing the bf16 grouped GEMMs some batch-invariant MoE backends use.

@@ -25,7 +25,10 @@ from . import (
     precision,
     recompute,
 )
-from ._report import Check
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._report import Check
 
 FAMILIES: dict[str, tuple[Check, ...]] = {
     "model shape": model_shape.CHECKS,

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
-
 from megaplug import Draft
 
 from . import model_view as view
-from ._report import Check, reject
+from ._report import reject
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Collection
+
+    from ._report import Check
 
 IMPL = "cuda_graph_impl"
 MODULES = "cuda_graph_modules"

@@ -8,7 +8,11 @@ import math
 from megaplug import Draft
 
 from . import model_view as view
-from ._report import Check, reject, shown
+from ._report import reject, shown
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._report import Check
 
 #: Activations the fused bias-activation kernels implement (GeLU, SiLU for SwiGLU, quick GeLU).
 FUSED_BIAS_ACTIVATIONS = ("gelu", "silu", "quick_gelu")

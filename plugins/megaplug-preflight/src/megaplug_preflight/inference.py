@@ -6,7 +6,11 @@ from __future__ import annotations
 from megaplug import Draft
 
 from . import model_view as view
-from ._report import Check, reject, shown
+from ._report import reject, shown
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._report import Check
 
 OPTIMIZED = "inference_optimized"
 #: Grouped-GEMM backends of inference-optimized MoE that implement gated linear units.

@@ -10,7 +10,11 @@ from __future__ import annotations
 from megaplug import Draft
 
 from . import model_view as view
-from ._report import AT_MODEL_BUILD, Check, shown
+from ._report import AT_MODEL_BUILD, shown
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._report import Check
 
 
 def _warn(config: Draft, message: str, flags: tuple[str, ...]) -> None:

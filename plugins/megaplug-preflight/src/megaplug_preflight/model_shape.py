@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from megaplug import Draft
 
-from ._report import Check, reject, shown
+from ._report import reject, shown
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._report import Check
 
 
 def layer_count_positive(config: Draft) -> None:

@@ -12,9 +12,12 @@ Settings of plugins that are not installed read as the model configuration's def
 
 from __future__ import annotations
 
-from typing import Any
 
 from megaplug import Draft
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: ``TransformerConfig``'s default for recompute modules when none are given.
 DEFAULT_RECOMPUTE_MODULES = ("core_attn",)

@@ -11,7 +11,11 @@ from __future__ import annotations
 from megaplug import Draft
 
 from . import model_view as view
-from ._report import Check, reject, shown, te_shortfall
+from ._report import reject, shown, te_shortfall
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._report import Check
 
 #: Load-balancing types that work with a capacity factor (token dropping).
 CAPACITY_LOAD_BALANCING = ("aux_loss", "seq_aux_loss", "global_aux_loss", "none")

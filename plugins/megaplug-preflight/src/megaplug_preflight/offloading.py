@@ -5,7 +5,11 @@ from __future__ import annotations
 from megaplug import Draft
 
 from . import model_view as view
-from ._report import Check, reject, shown
+from ._report import reject, shown
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._report import Check
 
 #: Modules whose activations fine-grained offloading can move to the host.
 OFFLOAD_MODULES = frozenset({"core_attn", "attn_proj", "expert_fc1", "fused_group_mlp",

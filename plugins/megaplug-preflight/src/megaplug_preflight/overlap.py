@@ -5,7 +5,11 @@ from __future__ import annotations
 from megaplug import Draft
 
 from . import model_view as view
-from ._report import Check, reject, shown, te_shortfall
+from ._report import reject, shown, te_shortfall
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._report import Check
 
 EP_OVERLAP = "overlap_moe_expert_parallel_comm"
 #: torch versions below this hang with the overlapped all-to-all.

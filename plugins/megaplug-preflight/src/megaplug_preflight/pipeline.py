@@ -6,7 +6,11 @@ import re
 
 from megaplug import Draft
 
-from ._report import Check, reject, shown
+from ._report import reject, shown
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._report import Check
 
 UNEVEN = ("decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers")
 ACCOUNTING = ("account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split")
@@ -15,8 +19,9 @@ LAYOUT = "pipeline_model_parallel_layout"
 #: Layer symbols of a pipeline layout: embedding, loss, transformer (decoder) layer, MTP layer.
 LAYOUT_SYMBOLS = frozenset("ELtm")
 #: Megatron unrolls ``(...)*n`` groups first, then ``x*n`` repeats.
-_GROUP_REPEAT = re.compile(r"\(([^)]+)\)\*(\d+)")
-_SYMBOL_REPEAT = re.compile(r"(.)\*(\d+)")
+#: (Text, compiled when a layout is first read.)
+_GROUP_REPEAT = r"\(([^)]+)\)\*(\d+)"
+_SYMBOL_REPEAT = r"(.)\*(\d+)"
 
 
 def layout_stages(text: str) -> list[str] | None:
@@ -24,7 +29,7 @@ def layout_stages(text: str) -> list[str] | None:
     character is not a layer symbol (Megatron's validate_args reports that)."""
     text = text.replace(",", "")
     for pattern in (_GROUP_REPEAT, _SYMBOL_REPEAT):
-        text = pattern.sub(lambda match: match.group(1) * int(match.group(2)), text)
+        text = re.sub(pattern, lambda match: match.group(1) * int(match.group(2)), text)
     stages = text.split("|")
     if any(symbol not in LAYOUT_SYMBOLS for stage in stages for symbol in stage):
         return None

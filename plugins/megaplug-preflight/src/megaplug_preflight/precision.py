@@ -8,7 +8,11 @@ from __future__ import annotations
 from megaplug import Draft
 
 from . import model_view as view
-from ._report import Check, reject, shown
+from ._report import reject, shown
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._report import Check
 
 
 def bf16_edge_layers_not_with_delayed_scaling(config: Draft) -> None:

@@ -5,7 +5,11 @@ from __future__ import annotations
 from megaplug import Draft
 
 from . import model_view as view
-from ._report import Check, reject, shown, te_shortfall
+from ._report import reject, shown, te_shortfall
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._report import Check
 
 #: Modules selective recomputation knows.
 RECOMPUTE_MODULES = frozenset({"core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe",

@@ -7,9 +7,12 @@ after the training and checkpointing settings it depends on are settled).
 
 from __future__ import annotations
 
-from typing import Callable
 
 from megaplug import Draft
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
 
 #: Package that keeps device addresses stable when memory is released and re-allocated.
 MEMORY_SAVER = "torch_memory_saver"

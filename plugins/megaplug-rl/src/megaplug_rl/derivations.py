@@ -3,11 +3,14 @@ an RL run (``--perform-rl-step``)."""
 
 from __future__ import annotations
 
-from typing import Callable
 
 from megaplug import Draft
 
 from .checks import requests_per_batch
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
 
 
 def start_packed_bin_counter(config: Draft) -> None:

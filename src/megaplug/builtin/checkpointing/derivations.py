@@ -8,9 +8,12 @@ off Gloo). Those checks run here in ``normalize``, on the values as given.
 
 from __future__ import annotations
 
-from typing import Callable
 
 from megaplug import Draft
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
 
 #: Optimizers whose distributed-optimizer state Megatron can gather with Gloo groups.
 GLOO_GATHERED_OPTIMIZERS = ("sgd", "adam")

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Callable
 
 from megaplug import Draft
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
 
 _FIM_TOKENS = ("fim_prefix_token", "fim_middle_token", "fim_suffix_token", "fim_pad_token",
                "fim_eod_token")

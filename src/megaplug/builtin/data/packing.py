@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Callable
 
 from megaplug import Draft
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
 
 DYNAMIC_CP = "default_dynamic_cp"
 DP_BALANCED = "dp_balanced"

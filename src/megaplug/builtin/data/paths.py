@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Callable
 
 from megaplug import Draft
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
 
 #: Split proportions Megatron falls back to when --data-path comes without --split.
 LEGACY_DEFAULT_SPLIT = "969, 30, 1"

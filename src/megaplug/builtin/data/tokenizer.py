@@ -6,9 +6,12 @@ arguments were accepted; a warning names the gap before the job is launched.
 
 from __future__ import annotations
 
-from typing import Callable
 
 from megaplug import Draft
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
 
 #: Settings each tokenizer type reads when it is built.
 _NEEDS: dict[str, tuple[str, ...]] = {

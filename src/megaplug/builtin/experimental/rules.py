@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Callable, Optional
 
 from megaplug import Draft, TorchDType
 
 from .hybrid import HybridPattern, HybridPatternError, parse_hybrid_pattern, unified_pattern
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, Optional
 
 #: CLI dtype names and the torch dtypes they stand for.
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp8": "uint8"}

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Callable
 
 from megaplug import Draft
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
 
 _TENSORBOARD_EXTRAS = ("log_timers_to_tensorboard", "log_validation_ppl_to_tensorboard",
                        "log_memory_to_tensorboard", "log_world_size_to_tensorboard")

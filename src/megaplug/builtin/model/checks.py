@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Callable
 
 from megaplug import Draft
 
 from .types import AttnBackend
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
 
 QK_CLIP_MIN_TE = "2.9.0"
 

@@ -8,9 +8,12 @@ Each step is a small function of the draft. A few checks live here rather than i
 
 from __future__ import annotations
 
-from typing import Any, Callable
 
 from megaplug import Draft
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 #: Position embeddings MTP accepts. Megatron checks this for every model, first; its later,
 #: wider list (learned_absolute, mrope) can therefore never let more through.

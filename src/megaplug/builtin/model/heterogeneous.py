@@ -8,9 +8,12 @@ JSON is already given) and reports every flag that differs.
 
 from __future__ import annotations
 
-from typing import Any, Callable
 
 from megaplug import Draft
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 PATH = "heterogeneous_layers_config_path"
 ENCODED = "heterogeneous_layers_config_encoded_json"

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import Union
-
 from megaplug import parse_pattern
 
 #: An integer ratio (``4``) or an explicit per-layer list (``[1, 1, 1, 0]``).
-LayerPattern = Union[int, list]
+LayerPattern = int | list
 
-_NOT_PATTERN = re.compile(r"[^,\d\[\]\(\)\+\*]")
+_NOT_PATTERN = r"[^,\d\[\]\(\)\+\*]"  # compiled when first used, not at import
 
 
 class AttnBackend(enum.Enum):
@@ -32,7 +30,7 @@ class AttnBackend(enum.Enum):
 
 def _pattern(text: str) -> LayerPattern:
     """Evaluate a list expression made only of digits, commas, brackets, ``+`` and ``*``."""
-    bad = _NOT_PATTERN.search(text)
+    bad = re.search(_NOT_PATTERN, text)
     if bad is not None:
         raise ValueError(
             f"invalid pattern {text!r}: character {bad.group()!r} is not allowed "

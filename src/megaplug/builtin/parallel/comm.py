@@ -3,9 +3,12 @@ parallelism, stream priorities and the CUDA connection setting they depend on.""
 
 from __future__ import annotations
 
-from typing import Callable
 
 from megaplug import Draft
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
 
 CP_COMM_TYPES = ("p2p", "a2a", "allgather", "a2a+p2p")
 

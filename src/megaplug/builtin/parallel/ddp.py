@@ -3,9 +3,12 @@ optimizer, Gloo process groups and the fake process group."""
 
 from __future__ import annotations
 
-from typing import Callable
 
 from megaplug import Draft
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
 
 
 #: Settings whose late derivations turn a switch off only after Megatron's checks saw it on:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional
 
 from megaplug import Draft
 
 from .layout import LayoutError, parse_layout
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, Optional
 
 #: The three ways to ask for virtual pipeline stages; at most one may be used.
 VIRTUAL_PIPELINE_FLAGS = ("num_layers_per_virtual_pipeline_stage",

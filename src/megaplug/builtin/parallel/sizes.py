@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional
 
 from megaplug import Draft
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, Optional
 
 #: The model-parallel sizes a user sets; each must be a positive integer.
 SIZE_FLAGS = ("tensor_model_parallel_size", "pipeline_model_parallel_size",

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
 
 from megaplug import Draft, TorchDType
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 #: CLI dtype names and the torch dtypes they stand for.
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp8": "uint8"}

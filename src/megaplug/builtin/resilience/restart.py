@@ -6,9 +6,12 @@ the job starts; a missing package is therefore reported here as a warning, early
 
 from __future__ import annotations
 
-from typing import Callable
 
 from megaplug import Draft
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
 
 _NVRX = "nvidia_resiliency_ext"
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Callable, Optional
 
 from megaplug import Draft
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, Optional
 
 #: Sources that count as "the user wrote --global-batch-size": Megatron's parse step records
 #: ``_is_global_batch_size_explicitly_specified`` before caller defaults fill the setting.

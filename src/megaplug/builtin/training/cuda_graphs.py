@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
 
 from megaplug import Draft
 
 from .enums import CudaGraphModule
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Optional
 
 #: Retired module spellings, and the implementations each may be combined with:
 #: ``full_iteration`` is ``--cuda-graph-impl full_iteration`` now; ``full_iteration_inference``

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import enum
 import signal
-from typing import Union
 
 
 class CudaGraphModule(enum.Enum):
@@ -23,7 +22,7 @@ class CudaGraphModule(enum.Enum):
 #: Retired ``--cuda-graph-modules`` spellings, kept as strings until normalize migrates them.
 DEPRECATED_MODULE_SPELLINGS = ("full", "full_iteration", "full_iteration_inference")
 
-CudaGraphModuleArg = Union[CudaGraphModule, str]
+CudaGraphModuleArg = CudaGraphModule | str
 
 
 def parse_cuda_graph_module(text: str) -> CudaGraphModuleArg:

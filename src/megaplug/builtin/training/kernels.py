@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
 
 from megaplug import Draft
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 #: Settings deterministic mode cannot honour, with the value it needs (read via config.get,
 #: since some belong to other plugins).

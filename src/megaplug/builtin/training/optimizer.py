@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Callable
 
 from megaplug import Draft
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
 
 #: Optimizers Megatron has supported the longest; the others are "emerging".
 _CLASSIC_OPTIMIZERS = ("adam", "sgd")

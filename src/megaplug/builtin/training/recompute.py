@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Callable
 
 from megaplug import Draft
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
 
 
 def normalize_recompute_activations(config: Draft) -> None:
