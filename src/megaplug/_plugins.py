@@ -379,8 +379,7 @@ class PluginSet:
         waiting = {name: 0 for name in active}
         for name in (n for targets in later.values() for n in targets):
             waiting[name] += 1
-        # the first name in alphabetical order of those ready: ``ready`` is kept sorted
-        # backwards, so it is the last (sorting a sorted list is linear; no heapq to import)
+        # alphabetically first of the ready is last: kept sorted backwards (no heapq import)
         ready = sorted((name for name, count in waiting.items() if count == 0), reverse=True)
         order: list[str] = []
         while ready:

@@ -15,6 +15,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Sequence
 
+
 def suggest(word: str, candidates: Sequence[str], cutoff: float = 0.6) -> str | None:
     """The candidate closest to ``word``, if any is close enough."""
     import difflib

@@ -52,14 +52,10 @@ _VERSION = (
     r"(?:[-_.]?(?:a|b|c|rc|alpha|beta|pre|preview)[-_.]?\d*)?"
     r"(?:[-_.]?(?:post|rev|r)[-_.]?\d*)?(?:[-_.]?dev[-_.]?\d*)?"
     r"(?:\+[a-z0-9]+(?:[-_.][a-z0-9]+)*)?$")
-#: A package's import name, or its distribution name (``-`` is read as ``_``).
-_PACKAGE_NAME = r"^[A-Za-z_][A-Za-z0-9_.-]*$"
 #: Packages megaplug's checks ask about: a stated name close to one of these is a typo.
 KNOWN_PACKAGES = ("transformer_engine", "torch", "apex", "flash_attn", "flash_attn_3",
                   "flashinfer", "multistorageclient", "mamba_ssm", "nvidia_resiliency_ext",
                   "megatron", "yaml", "triton", "numpy", "tensorstore", "zarr")
-#: A compute capability as ``--assume-device-capability`` takes it (``9.0``, ``10``).
-_CAPABILITY = r"(?a)^(\d{1,3})(?:\.(\d{1,3}))?$"
 
 
 def parse_assumed_package(item: str, known: tuple[str, ...] = KNOWN_PACKAGES,
@@ -74,7 +70,7 @@ def parse_assumed_package(item: str, known: tuple[str, ...] = KNOWN_PACKAGES,
     name, version = name.strip(), version.strip()
     if not sep or not name:
         raise ValueError(f"--assume expects NAME=VERSION (or NAME=none), got {item!r}")
-    if not re.match(_PACKAGE_NAME, name):
+    if not _is_package_name(name):
         raise ValueError(f"--assume {item!r}: {name!r} is not a package name")
     name = name.replace("-", "_")
     if name not in known and name.lower() in known:
@@ -88,7 +84,7 @@ def parse_assumed_package(item: str, known: tuple[str, ...] = KNOWN_PACKAGES,
                              f"did you mean {near[0]}?")
     if version.lower() == "none":
         return name, None
-    if not re.match(_VERSION, version):
+    if not (_is_release(version) or re.match(_VERSION, version)):
         raise ValueError(f"--assume {item!r}: {version!r} is not a version (give one such as "
                          "2.17.1, 2.7.0.dev0 or 1.0rc1, or none for not installed)")
     return name, version
@@ -99,11 +95,32 @@ def parse_assumed_capability(text: str) -> tuple[int, int] | None:
     ``--assume-device-capability`` takes it; ``ValueError`` for anything else."""
     if text.strip().lower() == "none":
         return None
-    match = re.match(_CAPABILITY, text.strip())
-    if match is None or int(match.group(1)) == 0:
+    major, dot, minor = text.strip().partition(".")
+    if not (_is_number(major, 3) and int(major) > 0 and (_is_number(minor, 3) or not dot)):
         raise ValueError(f"--assume-device-capability expects MAJOR.MINOR (such as 8.0, 9.0 "
                          f"or 10.0) or none, got {text!r}")
-    return int(match.group(1)), int(match.group(2) or 0)
+    return int(major), int(minor or 0)
+
+
+# Names, versions and capabilities are checked with str methods where they can be: the
+# version pattern alone took 0.5 ms to compile, in every resolve stating --assume.
+
+def _is_number(text: str, most_digits: int | None = None) -> bool:
+    """ASCII digits only (``str.isdigit`` also takes other scripts' digits), at least one."""
+    return (text.isascii() and text.isdigit()
+            and (most_digits is None or len(text) <= most_digits))
+
+
+def _is_release(version: str) -> bool:
+    """A plain release (``2.17.1``): what most versions are, and all they need checking for."""
+    return all(_is_number(part) for part in version.split("."))
+
+
+def _is_package_name(name: str) -> bool:
+    """An import or distribution name: an ASCII letter or ``_``, then letters, digits and
+    ``_.-`` (``-`` is read as ``_``)."""
+    return (name[:1].isalpha() or name[:1] == "_") and name.isascii() and all(
+        character.isalnum() or character in "_.-" for character in name)
 
 
 class TargetEnvironment(MutableRecord):

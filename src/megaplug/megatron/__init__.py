@@ -15,8 +15,6 @@ error is, when the command line itself has a problem. :func:`provenance` says wh
 value came from.
 """
 
-from . import _arguments
-from ._arguments import add_megatron_arguments
 from ._facade import (
     ConfigError,
     UsageError,
@@ -29,22 +27,24 @@ from ._facade import (
 from .._errors import Problem
 
 #: Exports imported when first used: a resolve needs neither the switch (and its
-#: ``runpy``) nor the ``type=`` helpers Megatron's own parser code calls.
-_LAZY = {"install": "._switch", **dict.fromkeys((
-    "compress_ratios_type", "la_freq_type", "moe_freq_type", "no_rope_freq_type",
-    "tuple_type", "validate_model_config_args_from_heterogeneous_config"), "._helpers")}
-
-#: Megatron's ``_add_*_args`` group adders, by name: ``from megaplug.megatron import
-#: _add_tokenizer_args`` gives the one that adds Megatron's tokenizer flags.
-GROUP_ADDERS: tuple[str, ...] = tuple(sorted(_arguments.ADDER_DESTS))
+#: ``runpy``), the ``type=`` helpers Megatron's own parser code calls, nor Megatron's
+#: argument groups (``GROUP_ADDERS``: the names of Megatron's ``_add_*_args`` group adders;
+#: ``from megaplug.megatron import _add_tokenizer_args`` gives the one that adds Megatron's
+#: tokenizer flags).
+_LAZY = {"install": "._switch", "add_megatron_arguments": "._arguments",
+         "GROUP_ADDERS": "._arguments", **dict.fromkeys((
+             "compress_ratios_type", "la_freq_type", "moe_freq_type", "no_rope_freq_type",
+             "tuple_type", "validate_model_config_args_from_heterogeneous_config"),
+             "._helpers")}
 
 
 def __getattr__(name: str) -> object:
-    if name in GROUP_ADDERS:
-        return getattr(_arguments, name)
-    if name in _LAZY:
-        import importlib
+    import importlib
 
+    if name.startswith("_add_") and name in importlib.import_module(
+            "._arguments", __name__).GROUP_ADDERS:
+        return getattr(importlib.import_module("._arguments", __name__), name)
+    if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name], __name__), name)
         globals()[name] = value
         return value

@@ -14,9 +14,13 @@ from .._api import load
 from .._options import FlagSpec
 from ._groups import ADDER_DESTS
 
+#: Megatron's ``_add_*_args`` group adders, by name (each defined below).
+GROUP_ADDERS: tuple[str, ...] = tuple(sorted(ADDER_DESTS))
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable
+
 
 def _flag_specs() -> list[FlagSpec]:
     return [spec for spec in load(())[0].table if spec.kind == "flag"]

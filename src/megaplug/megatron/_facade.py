@@ -21,7 +21,6 @@ from .._kernel import Kernel
 from ..sources._config_files import take_config_files
 from ..environment import TargetEnvironment
 from ._native import from_native, to_native
-from ._provider import ProviderFlags
 from ._state import NamespaceState, remember, state_of
 
 TYPE_CHECKING = False
@@ -104,8 +103,11 @@ def _parse(extra_args_provider: Callable[[Any], Any] | None, ignore_unknown_args
     if rest[:1] == ["--"]:
         rest = rest[1:]
     provider_problems: list[Problem] = []
-    provider = ProviderFlags(extra_args_provider) if extra_args_provider is not None else None
-    if provider is not None:
+    provider = None
+    if extra_args_provider is not None:
+        from ._provider import ProviderFlags  # with Megatron's groups: only a provider needs them
+
+        provider = ProviderFlags(extra_args_provider)
         rest = provider.take(rest, provider_problems)
     draft, sink = kernel.parse(rest, config_files=files, environ=env,
                                ignore_unknown=ignore_unknown_args)

@@ -13,6 +13,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Iterable, Sequence
 
+
 class PluginSelection(MutableRecord):
     """Which plugins to load beyond the built-ins, and which to block.
 

@@ -16,6 +16,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Callable
 
+
 def sharding_strategies(config: Draft) -> set[str]:
     """Every sharding strategy in use: the general one and the expert one, if set."""
     strategies = {config.data_parallel_sharding_strategy}
