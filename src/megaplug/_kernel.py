@@ -157,8 +157,8 @@ class Kernel:
             target = target.with_environ(environ)  # the caller may reuse it elsewhere
         values = {dest: fresh(specs[0].default) for dest, specs in self.table.by_dest.items()}
         # records are immutable: the ~900 defaults share one per plugin
-        declared = {specs[0].plugin: Provenance("default", plugin=specs[0].plugin)
-                    for specs in self.table.by_dest.values()}
+        declared = {plugin: Provenance("default", plugin=plugin)
+                    for plugin in {specs[0].plugin for specs in self.table.by_dest.values()}}
         provenance = {dest: declared[specs[0].plugin] for dest, specs in self.table.by_dest.items()}
         unread = [path for path in config_files
                   if not self._apply_config_file(path, values, provenance, sink)]

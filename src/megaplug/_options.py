@@ -64,8 +64,10 @@ class Flag(_Marker):
                  env: str | None = None) -> None:
         if action is not None and action not in ACTIONS:
             raise ValueError(f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")
-        choices = tuple(choices) if choices is not None else None
-        self._fill(locals())
+        self.option_strings, self.help, self.action, self.type = option_strings, help, action, type
+        self.choices = tuple(choices) if choices is not None else None
+        self.nargs, self.const, self.metavar, self.default = nargs, const, metavar, default
+        self.hidden, self.deprecated, self.env = hidden, deprecated, env
 
 
 class FromEnv(_Marker):
@@ -107,7 +109,11 @@ class FlagSpec(MutableRecord):
                  const: Any = None, metavar: str | None = None, help: str = "",
                  hidden: bool = False, deprecated: str | None = None, env: str | None = None,
                  deprecated_spellings: tuple[str, ...] = ()) -> None:
-        self._fill(locals())
+        self.dest, self.plugin, self.kind, self.option_strings = dest, plugin, kind, option_strings
+        self.action, self.type, self.default, self.choices = action, type, default, choices
+        self.nargs, self.const, self.metavar, self.help = nargs, const, metavar, help
+        self.hidden, self.deprecated, self.env = hidden, deprecated, env
+        self.deprecated_spellings = deprecated_spellings
 
     @property
     def type_name(self) -> str | None:
@@ -430,6 +436,8 @@ def _fields(options_class: type) -> tuple[OptionsField, ...]:
 def _take_marker_defaults(target: type) -> None:
     """Replace each marker written as a field's default by the default it stands for,
     keeping the marker in ``__megaplug_markers__`` for the kernel."""
+    from typing import Annotated, get_origin  # where options are declared only
+
     declared: dict[str, tuple[Any, ...]] = {}
     for name, annotation in target.__dict__.get("__annotations__", {}).items():
         marker = target.__dict__.get(name)
@@ -437,18 +445,12 @@ def _take_marker_defaults(target: type) -> None:
             continue
         if (annotation.startswith(("Annotated[", "typing.Annotated[",
                                    "typing_extensions.Annotated["))
-                if isinstance(annotation, str) else _is_annotated(annotation)):
+                if isinstance(annotation, str) else get_origin(annotation) is Annotated):
             raise TypeError(f"{target.__name__}.{name}: declare its markers either in Annotated "
                             "metadata or as the default, not both")
         declared[name] = (marker,)
         setattr(target, name, _marker_default(marker, annotation))
     target.__megaplug_markers__ = declared  # type: ignore[attr-defined]
-
-
-def _is_annotated(annotation: Any) -> bool:
-    from typing import Annotated, get_origin
-
-    return get_origin(annotation) is Annotated
 
 
 def options(cls: type | None = None, /) -> Any:

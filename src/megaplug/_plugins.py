@@ -387,8 +387,7 @@ class PluginSet:
             for name in later[order[-1]]:
                 waiting[name] -= 1
                 if waiting[name] == 0:
-                    ready.append(name)
-                    ready.sort(reverse=True)
+                    ready = sorted((*ready, name), reverse=True)
         if len(order) == len(active):
             return order
         cycle = _cycle({n: later[n] for n in active if n not in order})

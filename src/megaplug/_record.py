@@ -1,8 +1,8 @@
 """Small value classes for the kernel's records, without ``@dataclass``.
 
 ``@dataclass`` compiles code per class at import, a third of the kernel's import time on every
-training rank. So records are ``__slots__`` classes whose typed ``__init__`` ends with
-``self._fill(locals())``, with equality, hashing and ``repr`` by field from these bases.
+training rank. So records are ``__slots__`` classes whose ``__init__`` ends with ``self._fill(
+locals())`` (or, made by the thousand, assigns each field), with ``==``, hash, ``repr`` by field.
 """
 
 from __future__ import annotations

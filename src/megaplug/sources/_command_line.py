@@ -31,7 +31,7 @@ class Occurrence(MutableRecord):
     __slots__ = ("spec", "spelling", "raw")
 
     def __init__(self, spec: FlagSpec, spelling: str, raw: str | list[str] | None) -> None:
-        self._fill(locals())
+        self.spec, self.spelling, self.raw = spec, spelling, raw
 
 
 class Tokens(MutableRecord):

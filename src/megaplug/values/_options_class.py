@@ -39,7 +39,9 @@ class OptionsField(Record):
 
     def __init__(self, name: str, type: Any, default: Any = MISSING,
                  default_factory: Any = MISSING) -> None:
-        self._fill(locals())
+        # not _fill(locals()): one per field, ~900 as the plugins are imported
+        self.name, self.type, self.default, self.default_factory = (
+            name, type, default, default_factory)
 
 
 def from_dataclass_field(field: Any, name: str, annotation: Any) -> OptionsField:
