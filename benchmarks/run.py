@@ -476,6 +476,11 @@ SIDE_EFFECTS = textwrap.dedent("""
 """)
 
 
+#: Modules worth naming when a path imports them: slow to import, or not needed to resolve.
+HEAVY = ("torch", "numpy", "transformer_engine", "importlib.metadata", "pluggy", "inspect",
+         "typing", "dataclasses")
+
+
 def bench_side_effects() -> None:
     print("\n8. no path imports torch unless asked for torch types (dense GPT TP 4)")
     data = case(TP_CASE)
@@ -509,6 +514,14 @@ def bench_side_effects() -> None:
             "megaplug docs": ("cli", ["docs", "--out", str(Path(scratch) / "docs")]),
             "facade, plain dtypes (this machine)": ("facade", data),
         }
+        # what the interpreter's own start-up imports here (a site's .pth files may bring
+        # inspect, say) is no path's doing
+        bare = set(json.loads(subprocess.run(
+            [sys.executable, "-c", "import json, sys; print(json.dumps(sorted(sys.modules)))"],
+            capture_output=True, text=True, env=env, check=True).stdout))
+        started = [m for m in HEAVY if m in bare]
+        if started:
+            print(f"  (this interpreter imports {', '.join(started)} at start-up, before any path)")
         for name, (kind, payload) in paths.items():
             done = subprocess.run([sys.executable, "-c", SIDE_EFFECTS, kind, json.dumps(payload)],
                                   capture_output=True, text=True, env=env)
@@ -516,9 +529,7 @@ def bench_side_effects() -> None:
                 target(f"{name} does not import torch", f"crashed: {done.stderr[-300:]}", False)
                 continue
             facts = json.loads(done.stdout)
-            heavy = [m for m in ("torch", "numpy", "transformer_engine", "importlib.metadata",
-                                 "pluggy", "inspect")
-                     if m in facts["modules"]]
+            heavy = [m for m in HEAVY if m in facts["modules"] and m not in bare]
             target(f"{name} does not import torch",
                    f"exit {facts['code']}, {len(facts['modules'])} modules; "
                    f"heavy: {', '.join(heavy) or 'none'}",

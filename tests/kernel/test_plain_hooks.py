@@ -189,3 +189,37 @@ def test_a_resolve_imports_no_pluggy_inspect_or_dataclasses_and_no_options_once_
     # declared: the options classes are imported, and made dataclasses only when asked
     assert json.loads(runs[0].stdout) == ["megaplug.builtin.model.options"]
     assert json.loads(runs[1].stdout) == []  # read back from the cache
+
+
+#: Standard modules a resolve does without: each was imported by megaplug's own modules
+#: before, for a millisecond or more of every process (see docs/performance.md).
+NOT_ON_THE_RESOLVE_PATH = ("typing", "copy", "weakref", "heapq", "contextlib", "importlib.util",
+                           "collections.abc", "inspect", "dataclasses")
+
+
+def test_the_resolve_command_imports_none_of_the_standard_modules_it_does_without(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    argv = ["resolve", "--assume=transformer_engine=2.17.1", "--assume-device-capability",
+            "9.0", "--", "--num-layers", "2", "--hidden-size", "64", "--num-attention-heads",
+            "4", "--tensor-model-parallel-size", "2", "--micro-batch-size", "1", "--seq-length",
+            "128", "--max-position-embeddings", "128"]
+    code = ("import atexit, json, sys\n"
+            f"names = {NOT_ON_THE_RESOLVE_PATH!r}\n"
+            "before = sorted(m for m in names if m in sys.modules)\n"
+            "atexit.register(lambda: print(json.dumps([before, sorted(m for m in names"
+            " if m in sys.modules)]), file=sys.stderr))\n"
+            "from megaplug.cli import run\n"
+            f"sys.argv = ['megaplug', *{argv!r}]\n"
+            "run()\n")
+    env = {**os.environ, "MEGAPLUG_CACHE_DIR": str(tmp_path), "RANK": "0", "WORLD_SIZE": "2",
+           "CUDA_DEVICE_MAX_CONNECTIONS": "1"}
+    env.pop("MEGAPLUG_NO_CACHE", None)
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env=env, cwd=tmp_path) for _ in range(2)]
+    assert runs[1].returncode == 0, runs[1].stderr
+    before, after = json.loads(runs[1].stderr.strip().splitlines()[-1])
+    assert after == before  # the flag table read back: nothing beyond the interpreter's own

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from typing import Any
 
 from ._parser import build_parser
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SHELLS = ("bash", "zsh", "fish")
 

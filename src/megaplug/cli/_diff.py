@@ -11,12 +11,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any, Sequence
 
 from .._errors import Problem
 from ..values._encoding import encode, to_json
 from ._parser import EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, UsageError
 from ._shared import load_kernel, print_problems, resolve_partially
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Sequence
 
 _UNOWNED = "(no installed plugin)"
 

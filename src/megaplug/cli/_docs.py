@@ -11,9 +11,12 @@ import functools
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from ..values._encoding import encode
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _source_files(module: Any) -> list[Path]:

@@ -10,9 +10,12 @@ mapping keyed by setting name (dest), with the value forms megaplug converts.
 from __future__ import annotations
 
 import enum
-from typing import Any
 
 from ..values._encoding import encode
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Mapping
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Mapping
 
 
 #: Present wherever an NVIDIA driver is loaded: the kernel module's proc directory (bare

@@ -12,11 +12,12 @@ from __future__ import annotations
 import enum
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from .._errors import Problem
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pathlib (and the urllib.parse it imports) would cost every resolve
+    from typing import Any, Callable, Iterable
     from pathlib import Path
 
 TRACKER_FILENAME = "latest_checkpointed_iteration.txt"

@@ -10,13 +10,13 @@ flags these are.
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
 from . import _checkpoint
 from .._config import Provenance
 from .._errors import Problem, ProblemSink
 from .._kernel import Kernel
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 

@@ -9,9 +9,12 @@ so a hostile pattern cannot run code or exhaust memory.
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from ..values._patterns import parse_pattern
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _int_or_pattern(text: Any, *, allow_none: bool) -> Any:

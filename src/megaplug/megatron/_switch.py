@@ -14,7 +14,10 @@ import importlib
 import runpy
 import sys
 from types import ModuleType
-from typing import Any, Sequence
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Sequence
 
 MEGATRON_ARGUMENTS = "megatron.training.arguments"
 

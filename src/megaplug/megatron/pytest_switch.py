@@ -9,9 +9,12 @@ gets megaplug's function. Nothing in the Megatron-LM tree is changed.
 
 from __future__ import annotations
 
-from typing import Any
 
 from ._switch import install
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def pytest_configure(config: Any) -> None:
