@@ -221,3 +221,10 @@ def test_spec_takes_any_number_of_words():
                                                    "hybrid_stack_spec"]
     assert resolve(["--spec"]).spec == []
     assert resolve().spec is None
+
+
+def test_patterns_compare_hash_and_show_by_their_parts():
+    pattern = parse_hybrid_pattern("M*M*/M*/M*")
+    assert pattern == parse_hybrid_pattern("M*M*/M*/M*") != parse_hybrid_pattern("M*M*/M*")
+    assert len({pattern, parse_hybrid_pattern("M*M*/M*/M*")}) == 1
+    assert repr(pattern) == "HybridPattern(main='M*M*', mtp='M*', mtp_depths=2)"

@@ -243,3 +243,10 @@ def test_interleaving_without_p2p_overlap_needs_three_stages():
     assert found == ["the interleaved schedule without p2p overlap (--no-overlap-p2p-communication)"
                      " needs --pipeline-model-parallel-size greater than 2, got 2"]
     assert resolve([*argv, *PP4], env=WORLD4).overlap_p2p_comm is False
+
+
+def test_layouts_compare_hash_and_show_by_their_stages():
+    layout = parse_layout("E|t|tL")
+    assert layout == parse_layout("E,|t|tL") != parse_layout("E|tt|L")
+    assert len({layout, parse_layout("E|t|tL")}) == 1
+    assert repr(layout) == "PipelineLayout(stages=(('E',), ('t',), ('t', 'L')))"
