@@ -266,13 +266,14 @@ def test_a_file_changed_while_computing_is_not_cached(cache_dir, tmp_path, monke
     helper.write_text("VALUE = 1\n")
     backdate(helper)
     monkeypatch.syspath_prepend(str(tmp_path))
-    import racy_helper_module  # noqa: F401  (now part of this process's import closure)
 
     try:
         computed = []
 
         def compute():
             computed.append(1)
+            import racy_helper_module  # noqa: F401  (the computation's import closure)
+
             helper.write_text("VALUE = 2\n")  # edited after it was imported
             return {"value": 1}
 
@@ -284,6 +285,35 @@ def test_a_file_changed_while_computing_is_not_cached(cache_dir, tmp_path, monke
                                  track_imports=True) == {"value": 2}
     finally:
         sys.modules.pop("racy_helper_module", None)
+
+
+def test_what_the_process_imported_for_its_own_ends_is_not_checked(cache_dir, tmp_path,
+                                                                   monkeypatch):
+    # a training script imports torch and Megatron (~3,500 files) before megaplug resolves:
+    # every later process would check them all, for answers that never depended on them
+    for name in ("unrelated_library_module", "plugin_package_module", "imported_inside"):
+        (tmp_path / f"{name}.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import plugin_package_module  # noqa: F401
+    import unrelated_library_module  # noqa: F401
+
+    def compute():
+        import imported_inside  # noqa: F401
+
+        _store.depends_on_packages(["plugin_package_module"])  # a plugin, loaded earlier
+        return {"value": 1}
+
+    try:
+        assert _store.cached("closure", "fp", compute, track_imports=True) == {"value": 1}
+        imports = json.loads(next(cache_dir.glob("closure-*.json")).read_text())["imports"]
+        recorded = {os.path.basename(path) for path in imports}
+        assert {"imported_inside.py", "plugin_package_module.py"} <= recorded
+        assert "unrelated_library_module.py" not in recorded
+        assert any(path.endswith(os.path.join("megaplug", "cache", "_store.py"))
+                   for path in imports)  # megaplug's own code, imported before too
+    finally:
+        for name in ("unrelated_library_module", "plugin_package_module", "imported_inside"):
+            sys.modules.pop(name, None)
 
 
 @pytest.mark.parametrize(("value", "shape", "expected"), [

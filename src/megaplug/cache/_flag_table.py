@@ -89,6 +89,9 @@ def declare_or_read(kernel: Any, declare: Callable[[], None]) -> None:
 def _declare_and_encode(kernel: Any, declare: Callable[[], None],
                         packages: set[str]) -> dict[str, Any]:
     """Declare the table, and encode it for storing (``None``: not to be stored)."""
+    from ._store import depends_on_packages
+
+    depends_on_packages(packages)  # the plugins' packages, imported before the declaration
     problems = len(kernel.setup_problems)
     declare()
     if len(kernel.setup_problems) > problems:

@@ -134,12 +134,14 @@ def code_fingerprint(extra: list[str]) -> str:
     return digest(parts)
 
 
-def _import_closure() -> dict[str, str | None]:
-    """Every module file and package directory this process has loaded, outside the
-    standard library (the Python version already keys it), with its state."""
+def _module_files(select: Callable[[str], bool]) -> dict[str, str | None]:
+    """The file and package directories of every loaded module ``select`` takes by name,
+    outside the standard library (the Python version already keys it), with their states."""
     standard = os.path.dirname(os.__file__) + os.sep
     paths = set()
-    for module in list(sys.modules.values()):
+    for name, module in list(sys.modules.items()):
+        if not select(name):
+            continue
         # the namespace itself: a module's __getattr__ (or a plugin's odd object) is not run
         try:
             namespace = module.__dict__
@@ -191,6 +193,13 @@ def depends_on(files: Any) -> None:
     for frame in _READS:
         for path, state in states.items():
             frame.setdefault(path, state)
+
+
+def depends_on_packages(names: Any) -> None:
+    """Key the answers being computed on every loaded module of these top-level packages
+    (a plugin's package, imported before the computation began)."""
+    wanted = set(names)
+    depends_on(_module_files(lambda name: name.partition(".")[0] in wanted))
 
 
 def conforms(value: Any, shape: Any) -> bool:
@@ -274,11 +283,16 @@ def cached(kind: str, fingerprint: str | None, compute: Callable[[], Any], *,
             depends_on(stored["imports"])
         return stored["value"]
     started = time.time_ns()
+    before = set(sys.modules) if track_imports else set()
     with reads() as read:
         value = compute()
     record: dict[str, Any] = {"fingerprint": fingerprint, "value": value}
     if track_imports:
-        record["imports"] = {**read, **_import_closure()}
+        # what the computation imported, megaplug's own code and what it named (plugins'
+        # packages); not what the process had imported for its own ends: a training
+        # script's torch and Megatron are ~3,500 files every later process would check
+        record["imports"] = {**read, **_module_files(
+            lambda name: name not in before or name.partition(".")[0] == "megaplug")}
         if any(state is not None and int(state.split("/")[0]) >= started
                for state in record["imports"].values()):
             return value  # a file changed while it was read: its state may not be the code's

@@ -268,13 +268,11 @@ _LISTING_SHAPE = {
 
 
 def _list_rows(options: argparse.Namespace) -> dict[str, Any]:
-    from ..cache._store import depends_on
-
     try:
         kernel, _rest = load_kernel(options)
     except PluginError:
         kernel, _rest = load_kernel(options, tolerant=True)
-    depends_on(kernel.sources)  # a table read back: the options modules it came from
+    _depends_on_kernel(kernel)
     counts: dict[str, int] = {}
     for spec in kernel.table:
         if spec.kind == "flag":
@@ -289,6 +287,17 @@ def _list_rows(options: argparse.Namespace) -> dict[str, Any]:
         rows.append(row)
     return {"rows": rows, "order": list(kernel.plugins.order),
             "problems": [str(p) for p in kernel.setup_problems]}
+
+
+def _depends_on_kernel(kernel: Any) -> None:
+    """Key the answer being computed on the kernel's code: the options modules of a table
+    read back, and the plugins' packages (already imported when the kernel was loaded
+    earlier in this process)."""
+    from ..cache._store import depends_on, depends_on_packages
+
+    depends_on(kernel.sources)
+    depends_on_packages(getattr(record.module, "__name__", "").partition(".")[0]
+                        for record in kernel.plugins.records.values())
 
 
 def _list_fingerprint(options: argparse.Namespace, *view: str) -> str:
@@ -312,11 +321,11 @@ def _plugin_view(options: argparse.Namespace, kind: str, make: Callable[[Any], A
     answer it was computed from): ``flags``, ``schema``, ``completion`` and ``docs``
     depend on nothing else, so a process that finds it imports no plugin at all.
     ``accept`` refuses a stored value (then it is computed again)."""
-    from ..cache._store import cached, depends_on
+    from ..cache._store import cached
 
     def compute() -> dict[str, Any]:
         kernel, _rest = load_kernel(options)
-        depends_on(kernel.sources)
+        _depends_on_kernel(kernel)
         return {"plugins": {name: [str(record.status), record.reason]
                             for name, record in kernel.plugins.records.items()},
                 "value": make(kernel)}
