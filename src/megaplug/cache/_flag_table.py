@@ -54,8 +54,7 @@ def declare_or_read(kernel: Any, declare: Callable[[], None]) -> None:
         return declare()
     from ._store import cached, code_fingerprint, reads
 
-    packages = {"megaplug", *(r.module.__name__.partition(".")[0] for r in records
-                              if r.module is not None)}
+    packages = code_packages(records)
     key = code_fingerprint([f"flag table {VERSION}", repr(sorted(
         (r.name, str(r.status), r.source, getattr(r.module, "__name__", None))
         for r in records))])  # plus, through cached(), the files the declaration read
@@ -84,6 +83,13 @@ def declare_or_read(kernel: Any, declare: Callable[[], None]) -> None:
         return declare()
     _install(kernel, *read[0], dict(sources))
     return None
+
+
+def code_packages(records: Any) -> set[str]:
+    """The top-level packages of megaplug and of the plugins behind ``records``: where the
+    code a table (or an answer computed from it) came from."""
+    return {"megaplug", *(name.partition(".")[0] for name in (
+        getattr(record.module, "__name__", None) for record in records) if name)}
 
 
 def _declare_and_encode(kernel: Any, declare: Callable[[], None],

@@ -293,11 +293,11 @@ def _depends_on_kernel(kernel: Any) -> None:
     """Key the answer being computed on the kernel's code: the options modules of a table
     read back, and the plugins' packages (already imported when the kernel was loaded
     earlier in this process)."""
+    from ..cache._flag_table import code_packages
     from ..cache._store import depends_on, depends_on_packages
 
     depends_on(kernel.sources)
-    depends_on_packages(getattr(record.module, "__name__", "").partition(".")[0]
-                        for record in kernel.plugins.records.values())
+    depends_on_packages(code_packages(kernel.plugins.records.values()))
 
 
 def _list_fingerprint(options: argparse.Namespace, *view: str) -> str:

@@ -41,9 +41,10 @@ _LAZY = {"install": "._switch", "add_megatron_arguments": "._arguments",
 def __getattr__(name: str) -> object:
     import importlib
 
-    if name.startswith("_add_") and name in importlib.import_module(
-            "._arguments", __name__).GROUP_ADDERS:
-        return getattr(importlib.import_module("._arguments", __name__), name)
+    if name.startswith("_add_"):
+        arguments = importlib.import_module("._arguments", __name__)
+        if name in arguments.GROUP_ADDERS:
+            return getattr(arguments, name)
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name], __name__), name)
         globals()[name] = value
