@@ -9,8 +9,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 . .venv/bin/activate
 python -m pip install --quiet --upgrade pip
-# torch first and pinned: any other spec pulls a multi-GB CUDA build.
-python -m pip install --quiet "torch==2.13.0"
+# torch first and pinned: any other spec pulls a multi-GB CUDA build. numpy beside it: the
+# CPU wheel does not pull it in, and without it every torch import warns "Failed to
+# initialize NumPy".
+python -m pip install --quiet "torch==2.13.0" numpy
 editables=(-e ".[test]")
 for dist in plugins/*/ examples/megaplug-example-plugin/; do
     [ -f "$dist/pyproject.toml" ] && editables+=(-e "$dist")
