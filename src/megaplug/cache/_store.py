@@ -308,7 +308,8 @@ def _store(path: str, record: dict[str, Any]) -> bool:
     """Write ``record`` to ``path`` atomically; ``False`` where it cannot be (an unwritable
     directory, a value JSON cannot carry), leaving no temporary file behind."""
     # unique across the nodes sharing a home directory, whose process ids may collide
-    temporary = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    temporary = f"{path}.{os.getpid()}.{os.urandom(4).hex()}{_TEMPORARY_SUFFIX}"
+    replaced = False
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         # dumps, not dump: json.dump writes through the pure-Python encoder, ~15x slower
@@ -317,13 +318,39 @@ def _store(path: str, record: dict[str, Any]) -> bool:
         with open(temporary, "w", encoding="utf-8") as handle:
             handle.write(text)
         os.replace(temporary, path)
-        return True
+        replaced = True
     except (OSError, TypeError, ValueError):
+        return False
+    finally:  # also when interrupted (Ctrl-C) between the write and the rename
+        if not replaced:
+            try:
+                os.remove(temporary)
+            except OSError:
+                pass
+    _remove_stale_temporaries(os.path.dirname(path))
+    return True
+
+
+_TEMPORARY_SUFFIX = ".tmp"
+#: A temporary file older than this was left by a process that died before renaming it
+#: (a write and its rename take milliseconds, even on a network file system).
+_STALE_TEMPORARY_SECONDS = 600
+
+
+def _remove_stale_temporaries(directory: str) -> None:
+    """Remove the temporary files that processes killed mid-write left in ``directory``."""
+    try:
+        names = [name for name in os.listdir(directory) if name.endswith(_TEMPORARY_SUFFIX)]
+    except OSError:
+        return
+    oldest = time.time() - _STALE_TEMPORARY_SECONDS
+    for name in names:
+        stale = os.path.join(directory, name)
         try:
-            os.remove(temporary)
+            if os.lstat(stale).st_mtime < oldest:
+                os.remove(stale)
         except OSError:
             pass
-        return False
 
 
 def _prune(directory: str, prefix: str) -> None:

@@ -4,6 +4,9 @@ The commands live here, apart from the kernel: they load it, ask it, and print. 
 ``megaplug`` console script is :func:`run`: :func:`main`, then the process ends.
 """
 
-from ._main import main, run
+try:
+    from ._main import main, run
+except KeyboardInterrupt:  # Ctrl-C while the program starts: its quiet exit, 128 + SIGINT
+    raise SystemExit(130) from None
 
 __all__ = ["main", "run"]

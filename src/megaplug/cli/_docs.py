@@ -156,14 +156,36 @@ def _table_row(spec: Any) -> str:
 
 def write_reference(kernel: Any, out: str | os.PathLike[str]) -> list[Path]:
     """Write ``index.md`` and one page per active or unavailable plugin into ``out``;
-    returns the paths. Blocked and broken plugins are left out of the reference."""
-    directory = Path(out)
-    directory.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, text in reference_pages(kernel).items():
-        path = directory / name
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
+    returns the paths. Blocked and broken plugins are left out of the reference.
+    Raises :class:`~megaplug.cli._parser.UsageError` where ``out`` cannot hold them."""
+    return write_pages(os.fspath(out), reference_pages(kernel))
+
+
+def write_pages(out: str, pages: dict[str, str]) -> list[Path]:
+    """Write ``pages`` (file name -> text) into the directory ``out``, made if missing;
+    returns the paths. Raises :class:`~megaplug.cli._parser.UsageError` naming ``out``
+    where it cannot be: empty, an existing file, under a file, unwritable."""
+    from ._parser import UsageError
+
+    if not out:
+        raise UsageError("megaplug docs: --out needs a directory (it was empty)")
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise UsageError(f"megaplug docs: --out {out!r} is a file, not a directory "
+                         "(name a directory; it is made if missing)")
+    directory, written = Path(out), []
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, text in pages.items():
+            path = directory / name
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
+    except NotADirectoryError:
+        raise UsageError(f"megaplug docs: --out {out!r} is under a file, not a directory"
+                         ) from None
+    except (OSError, ValueError) as error:  # read-only, no permission, a NUL in the name
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise UsageError(f"megaplug docs: cannot write the reference to {out!r}: {reason}"
+                         ) from None
     return written
 
 

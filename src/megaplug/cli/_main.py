@@ -10,11 +10,14 @@ import sys
 
 from .._errors import ConfigError, PluginError
 from ..values._encoding import encode, to_json
+from ._output import OutputFailed, discard_stdout, guarded_streams, report_output_failure
 from ._parser import (
     COMMANDS,
     EXIT_FLUSH_FAILED,
+    EXIT_INTERRUPTED,
     EXIT_INVALID,
     EXIT_OK,
+    EXIT_OUTPUT_FAILED,
     EXIT_PIPE_CLOSED,
     UsageError,
     build_parser,
@@ -87,30 +90,35 @@ def _flushed(code: int) -> int:
             code = EXIT_PIPE_CLOSED
         except (OSError, ValueError) as error:
             if stream is sys.stdout:
-                _report_flush_failure(error)
+                report_output_failure(str(error))
             code = EXIT_FLUSH_FAILED
     return code
 
 
-def _report_flush_failure(error: Exception) -> None:
-    try:
-        sys.stderr.write(f"megaplug: writing the output failed: {error}\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
-
-
 def _main(argv: Sequence[str] | None) -> int:
-    try:
-        return _run(list(sys.argv[1:] if argv is None else argv))
-    except BrokenPipeError:
-        # the reader stopped early (`megaplug flags | head`): end quietly, and keep the
-        # interpreter's final flush from failing again
+    """The command, its output guarded (``_output``): a failed write, a closed pipe and
+    Ctrl-C each end it with their own exit code and no traceback."""
+    with guarded_streams() as streams:
         try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError, AttributeError):
-            pass
-        return EXIT_PIPE_CLOSED
+            code = _run(list(sys.argv[1:] if argv is None else argv))
+        except BrokenPipeError:
+            # the reader stopped early (`megaplug flags | head`): end quietly, and keep the
+            # interpreter's final flush from failing again
+            discard_stdout()
+            return EXIT_PIPE_CLOSED
+        except OutputFailed:
+            code = EXIT_OUTPUT_FAILED
+        except KeyboardInterrupt:
+            return EXIT_INTERRUPTED  # the caches' temporary files are already removed
+        except SystemExit:  # argparse's --help, which ignores a failed write
+            if streams.failure is None:
+                raise
+            code = EXIT_OUTPUT_FAILED
+        if streams.failure is None:
+            return code
+        report_output_failure(streams.failure)
+    discard_stdout()
+    return EXIT_OUTPUT_FAILED
 
 
 def _run(tokens: list[str]) -> int:
@@ -570,11 +578,10 @@ def _cmd_docs(options: argparse.Namespace, _: list[str]) -> int:
     def safe(pages: list[list[str]]) -> bool:  # a tampered file writes nowhere else
         return all(len(page) == 2 and _is_page_name(page[0]) for page in pages)
 
+    from ._docs import write_pages
+
     written = sorted(_plugin_view(options, "docs", pages, [[str]], accept=safe)["value"])
-    os.makedirs(options.out, exist_ok=True)
-    for name, text in written:
-        with open(os.path.join(options.out, name), "w", encoding="utf-8") as page:
-            page.write(text)
+    write_pages(options.out, dict(written))
     directory = os.path.abspath(options.out)
     print(f"wrote {len(written)} files to {directory}: "
           + ", ".join(name for name, _text in written))

@@ -1,8 +1,10 @@
 """megaplug's own command line, as argparse sees it: the commands, their options, exit codes.
 
 Exit codes: 0 success; 2 an invalid configuration or usage (every problem on stderr);
-1 an internal failure, or ``diff --exit-code`` finding differences; 141 when the reader of
-stdout went away (``megaplug flags | head``), as a tool stopped by SIGPIPE reports.
+1 an internal failure, or ``diff --exit-code`` finding differences; 120 when the output
+could not be written (a full disk, a closed stdout: said on stderr); 130 when interrupted
+(Ctrl-C); 141 when the reader of stdout went away (``megaplug flags | head``), as a tool
+stopped by SIGPIPE reports.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_INTERNAL, EXIT_INVALID = 0, 1, 2
 EXIT_PIPE_CLOSED = 128 + 13  # 128 + SIGPIPE, what the shell reports for `yes | head`
 EXIT_FLUSH_FAILED = 120  # the interpreter's own code when flushing stdout at exit fails
+EXIT_OUTPUT_FAILED = EXIT_FLUSH_FAILED  # however the write failed, the same answer
+EXIT_INTERRUPTED = 128 + 2  # 128 + SIGINT, what the shell reports for a tool stopped by Ctrl-C
 
 COMMANDS = ("list", "flags", "resolve", "explain", "diff", "schema", "completion", "docs")
 
