@@ -14,7 +14,7 @@ import types
 import pytest
 
 import megaplug
-from megaplug.builtin.model import AttnBackend
+from megaplug.builtin.model.types import AttnBackend
 from megaplug.megatron import parse_args, validate_args
 
 BASE = ["--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4",

@@ -9,8 +9,8 @@ from ._config import Draft, Provenance, ReadOnlyError, Resolved
 from ._errors import (MAX_SUGGESTED_LENGTH, MAX_UNRECOGNIZED_SHOWN, ConfigError, PluginError,
                       Problem, ProblemSink, shorten)
 from ._options import FlagSpec, choice_name
-from ._plugins import (ACTIVE, BLOCKED, BROKEN, UNAVAILABLE, PluginRecord, PluginSet,
-                       describe_failure)
+from ._plugins import (ACTIVE, BLOCKED, BROKEN, UNAVAILABLE, PluginInfo, PluginRecord,
+                       PluginSet, describe_failure)
 from ._registry import FlagDeclarations, FlagTable
 from ._rules import RuleStep
 from .sources._config_files import ConfigFileError, load_config_file
@@ -91,8 +91,11 @@ class Kernel:
 
     def _declare(self, record: PluginRecord) -> None:
         try:
+            flags = FlagDeclarations(self.table, record.name)
+            if record.info is not None and record.info.options is not None:
+                flags.declare(record.info.options)
             for step in self._steps[record.name]["add_args"]:
-                step.function(FlagDeclarations(self.table, record.name))
+                step.function(flags)
         except PluginError as exc:
             record.status, record.reason = BROKEN, str(exc)
             self.setup_problems.append(Problem(str(exc), plugin=record.name,
@@ -107,11 +110,18 @@ class Kernel:
     def _learn_flags_of(self, record: PluginRecord, module: Any) -> None:
         """Learn an inactive plugin's spellings, so that using one gets a clear message."""
         function = getattr(module, "add_args", None)
-        if not hasattr(function, "megaplug_impl"):
+        function = function if hasattr(function, "megaplug_impl") else None
+        info = getattr(module, "megaplug_plugin", None)
+        declared = getattr(info, "options", None) if isinstance(info, PluginInfo) else None
+        if function is None and declared is None:
             return
         shadow = FlagTable()
         try:
-            function(FlagDeclarations(shadow, record.name))  # type: ignore[misc]
+            flags = FlagDeclarations(shadow, record.name)
+            if declared is not None:
+                flags.declare(declared)
+            if function is not None:
+                function(flags)
         except (Exception, SystemExit):
             return
         self.inactive_specs.setdefault(record.name, list(shadow))

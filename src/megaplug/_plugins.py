@@ -17,7 +17,7 @@ from .environment import TargetEnvironment
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Iterable
+    from typing import Any, Callable, Iterable
 
 #: Built-in plugins, registered through the same path as installed ones.
 BUILTIN_PLUGINS: tuple[str, ...] = tuple(f"megaplug.builtin.{name}" for name in (
@@ -44,13 +44,18 @@ class Requirement(FrozenRecord):
 class PluginInfo(FrozenRecord):
     """What a plugin module declares about itself as ``megaplug_plugin = PluginInfo(...)``.
 
-    ``after``: plugins that must run first (each must exist, though it may be inactive);
-    ``before``: plugins to precede when present; ``requires``: optional packages, without
-    which the plugin is *unavailable*; ``rules``: see :class:`Rules`.
+    ``options``: the plugin's settings, by reference (``"pkg.options:MyOptions"``, imported
+    only when a flag table is declared): an ``@options`` class, or a function that declares
+    flags on the :class:`FlagDeclarations` it receives (for what a class cannot say: a
+    mutually exclusive group, an untyped flag); ``after``: plugins that must run first (each
+    must exist, though it may be inactive); ``before``: plugins to precede when present;
+    ``requires``: optional packages, without which the plugin is *unavailable*; ``rules``:
+    see :class:`Rules`. Every name given here is checked when a plugin set loads.
     """
 
-    __slots__ = ("name", "description", "version", "after", "before", "requires", "rules")
-    _hidden = ("rules",)  # code, not a fact about the plugin: no part in equality or repr
+    __slots__ = ("name", "description", "version", "after", "before", "requires", "rules",
+                 "options")
+    _hidden = ("rules", "options")  # code, not facts about the plugin: not in equality or repr
     name: str
     description: str
     version: str | None
@@ -58,11 +63,13 @@ class PluginInfo(FrozenRecord):
     before: tuple[str, ...]
     requires: tuple[Requirement, ...]
     rules: Rules
+    options: str | Callable[..., Any] | None
 
     def __init__(self, name: str, description: str = "", version: str | None = None,
                  after: str | Iterable[str] = (), before: str | Iterable[str] = (),
                  requires: str | Requirement | Iterable[str | Requirement] = (),
-                 rules: Rules | None = None) -> None:
+                 rules: Rules | None = None,
+                 options: str | Callable[..., Any] | None = None) -> None:
         after, before = _as_tuple(after), _as_tuple(before)
         requires = tuple(Requirement(r) if isinstance(r, str) else r
                          for r in _as_tuple(requires))
@@ -148,52 +155,26 @@ _CALL_ORDER_OPTIONS = ("tryfirst", "trylast", "hookwrapper", "wrapper")
 
 
 def _new_manager() -> Any:
-    """pluggy's manager of megaplug's hooks, skipping unmarked attributes cheaply.
-
-    pluggy examines every attribute with ``inspect.getattr_static``: for a plugin module
-    full of imports, most of megaplug's start-up. Only a stored attribute carrying
-    megaplug's marker can be a hook, so the others are skipped at a few dictionary
-    lookups; marked ones, and names stored elsewhere (a slot), get pluggy's own checks.
-    pluggy is imported only here, when a plugin needs its look (see ``_plain_hooks``).
-    """
+    """pluggy's manager of megaplug's hooks (pluggy is imported here, for the first plugin
+    that implements a hook)."""
     import pluggy
 
-    class Manager(pluggy.PluginManager):
-        def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
-            stored = _stored_attribute(plugin, name)
-            if stored is not _NOT_STORED and not _marked(stored):
-                return None
-            return super().parse_hookimpl_opts(plugin, name)
-
-    manager = Manager("megaplug")
+    manager = pluggy.PluginManager("megaplug")
     manager.add_hookspecs(hookspecs)
     return manager
 
 
-_NOT_STORED = object()
-
-
-def _stored_attribute(plugin: Any, name: str) -> Any:
-    """What ``name`` holds in the plugin's own namespace or its class's, without running
-    a property or ``__getattr__``; ``_NOT_STORED`` when not found there."""
-    if isinstance(plugin, types.ModuleType):
-        return vars(plugin).get(name)
+def _implements_hooks(plugin: Any) -> bool:
+    """Whether pluggy has hook implementations to look at: a module whose own names carry
+    no hook marker has none (every declarative plugin: its ``PluginInfo`` says it all);
+    anything else -- an object, a module that computes attributes -- goes to pluggy."""
+    if not isinstance(plugin, types.ModuleType):
+        return True
+    namespace = vars(plugin)
+    if "__getattr__" in namespace or "__dir__" in namespace:
+        return True
     try:
-        spaces = [object.__getattribute__(plugin, "__dict__")]
-    except AttributeError:
-        spaces = []
-    spaces += [klass.__dict__ for klass in
-               (plugin if isinstance(plugin, type) else type(plugin)).__mro__]
-    for space in spaces:
-        if name in space:
-            return space[name]
-    return _NOT_STORED
-
-
-def _marked(stored: Any) -> bool:
-    try:
-        return hasattr(stored, "megaplug_impl") or hasattr(
-            getattr(stored, "__func__", None), "megaplug_impl")
+        return any(hasattr(value, "megaplug_impl") for value in namespace.values())
     except Exception:  # noqa: BLE001  (an odd object's __getattr__): let pluggy look
         return True
 
@@ -217,10 +198,7 @@ class PluginSet:
         self.records: dict[str, PluginRecord] = {}
         #: Each active plugin's hook implementations: hook -> (function, argument names).
         self.implementations: dict[str, dict[str, tuple[Any, tuple[str, ...]]]] = {}
-        self._manager: Any = None  # pluggy's, made on first use
-        #: Plugins whose hooks need no look from pluggy, registered on first use of
-        #: ``manager`` (the kernel calls each hook itself, so that may be never).
-        self._unregistered: list[tuple[Any, str]] = []
+        self._manager: Any = None  # pluggy's, made for the first plugin with a hook
         for item in builtins:
             self._load_object(item, source="builtin")
         for entry_point in _entry_points() if self.selection.autoload else ():
@@ -237,12 +215,10 @@ class PluginSet:
 
     @property
     def manager(self) -> Any:
-        """pluggy's ``PluginManager``, with every active plugin registered."""
+        """pluggy's ``PluginManager``, with every active plugin that implements a hook
+        registered (pluggy validated each as it registered)."""
         if self._manager is None:
             self._manager = _new_manager()
-        for plugin, name in self._unregistered:
-            self._manager.register(plugin, name=name)
-        self._unregistered.clear()
         return self._manager
 
     def _load_named(self, name: str) -> None:
@@ -310,7 +286,11 @@ class PluginSet:
 
     def _registration_problem(self, plugin: Any, name: str) -> str | None:
         """Why pluggy (``register`` and ``check_pending``) or megaplug refuses the plugin's
-        hooks; ``None`` when all is well."""
+        hooks; ``None`` when all is well. pluggy is the one judge of a hook implementation;
+        a plugin that implements none never needs it."""
+        if not _implements_hooks(plugin):
+            self.implementations[name] = {}
+            return None
         for hook in _implemented_hooks(plugin):
             options = getattr(plugin, hook).megaplug_impl
             refused = [option for option in _CALL_ORDER_OPTIONS if options.get(option)]
@@ -318,11 +298,6 @@ class PluginSet:
                 return (f"hook {hook} uses {refused[0]}=True; megaplug runs plugins in the "
                         "order PluginInfo(after=..., before=...) declares, each on its own, "
                         "so pluggy's call-order options are refused")
-        plain = _plain_hooks(plugin)
-        if plain is not None:  # what pluggy would accept as it is: registered when asked
-            self._unregistered.append((plugin, name))
-            self.implementations[name] = plain
-            return None
         manager = self.manager
         try:
             manager.register(plugin, name=name)
@@ -333,6 +308,7 @@ class PluginSet:
             detail = str(exc).replace("\n", "; ")
             return (f"registration failed: {type(exc).__name__}: {detail}"
                     f" (megaplug's hooks are {', '.join(hookspecs.HOOKS)})")
+        # the kernel calls each plugin's implementations itself, in the declared order
         self.implementations[name] = {
             hook: (impl.function, tuple(impl.argnames))
             for hook in hookspecs.HOOKS
@@ -401,74 +377,13 @@ class PluginSet:
             raise PluginError(message)
         for name in names:
             self.records[name].status, self.records[name].reason = BROKEN, message
-            self.manager.unregister(name=name)
+            if self._manager is not None and self._manager.has_plugin(name):
+                self._manager.unregister(name=name)
             self.implementations.pop(name, None)
         return self._resolve_order()
 
     def active(self) -> list[PluginRecord]:
         return [self.records[name] for name in self.order]
-
-
-#: Each hook's arguments, as its spec in ``hookspecs`` declares them.
-_SPEC_ARGUMENTS = {hook: frozenset(getattr(hookspecs, hook).__code__.co_varnames[
-    :getattr(hookspecs, hook).__code__.co_argcount]) for hook in hookspecs.HOOKS}
-_CALL_OPTIONS_OFF = {"wrapper": False, "hookwrapper": False, "optionalhook": False,
-                     "tryfirst": False, "trylast": False, "specname": None}
-
-
-def _plain_hooks(plugin: Any) -> dict[str, tuple[Any, tuple[str, ...]]] | None:
-    """The plugin's hooks and their argument names, where pluggy would surely accept them
-    as they are (``@hookimpl`` functions or methods, no option, named after a hook, taking
-    only its arguments); ``None`` for anything else, which pluggy examines. The kernel
-    calls hooks itself, so such plugins reach pluggy (seconds for a thousand) only if
-    ``manager`` is used.
-    """
-    if isinstance(plugin, types.ModuleType):
-        if "__dir__" in vars(plugin):  # only pluggy's own dir() can tell
-            return None
-        names = list(vars(plugin))
-    else:
-        try:
-            names = dir(plugin)
-        except Exception:  # noqa: BLE001  (an odd object): let pluggy look
-            return None
-    found: dict[str, tuple[Any, tuple[str, ...]]] = {}
-    for name in names:
-        stored = _stored_attribute(plugin, name)
-        if stored is _NOT_STORED:
-            return None
-        if not _marked(stored):
-            continue
-        if name not in _SPEC_ARGUMENTS or type(stored) is not types.FunctionType:
-            return None
-        function: Any = stored
-        if not isinstance(plugin, types.ModuleType):
-            in_class = any(name in vars(klass) for klass in type(plugin).__mro__)
-            function = getattr(plugin, name, None)
-            if not (in_class and type(function) is types.MethodType
-                    and function.__func__ is stored):
-                return None
-        if getattr(stored, "megaplug_impl", None) != _CALL_OPTIONS_OFF:
-            return None
-        arguments = _positional_arguments(stored, bound=function is not stored)
-        if arguments is None or not _SPEC_ARGUMENTS[name].issuperset(arguments):
-            return None
-        found[name] = (function, arguments)
-    return found
-
-
-def _positional_arguments(function: Any, bound: bool) -> tuple[str, ...] | None:
-    """The arguments pluggy passes to ``function`` (its positional ones without a
-    default, less ``self``), or ``None`` where its signature is not its code's own."""
-    if "__wrapped__" in vars(function) or "__signature__" in vars(function):
-        return None
-    code = function.__code__
-    arguments = code.co_varnames[:code.co_argcount]
-    if function.__defaults__:
-        arguments = arguments[:-len(function.__defaults__)]
-    if arguments and (bound or ("." in function.__qualname__ and arguments[0] == "self")):
-        arguments = arguments[1:]
-    return arguments
 
 
 def _cycle(stuck: dict[str, set[str]]) -> list[str]:
@@ -486,6 +401,6 @@ def _cycle(stuck: dict[str, set[str]]) -> list[str]:
 def _implemented_hooks(plugin: Any, info: PluginInfo | None = None) -> tuple[str, ...]:
     """The hooks a plugin implements (whether or not it registers); with ``info``, also the
     phases it declares rules for."""
-    rules = info.rules.steps if info else {}
+    rules = {**info.rules.steps, "add_args": info.options} if info else {}
     return tuple(hook for hook in hookspecs.HOOKS
                  if hasattr(getattr(plugin, hook, None), "megaplug_impl") or rules.get(hook))

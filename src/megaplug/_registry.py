@@ -27,6 +27,18 @@ class FlagDeclarations:
         self.plugin = plugin
         self._exclusive = exclusive  # a mutually exclusive group's dests
 
+    def declare(self, declaration: str | Any) -> None:
+        """Declare what ``PluginInfo(options=...)`` names (imported now if a reference): an
+        options class, or a function that declares flags on this handle."""
+        found = resolve_reference(declaration) if isinstance(declaration, str) else declaration
+        if isinstance(found, type):
+            self.add_options(found)
+        elif callable(found):
+            found(self)
+        else:
+            raise PluginError(f"plugin {self.plugin!r}: options={declaration!r} names neither "
+                              "an options class nor a function that declares flags")
+
     def add_options(self, options_class: type) -> None:
         self._table.options_classes[self.plugin] = options_class
         for spec in specs_from_options(options_class, self.plugin):

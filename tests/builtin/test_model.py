@@ -13,7 +13,7 @@ from model_ckpt_support import (  # noqa: E402
     BASE, FLAGS_JSONL, fact_mismatches, kernel, messages, problems, resolve, warnings_of,
 )
 
-from megaplug.builtin.model import AttnBackend  # noqa: E402
+from megaplug.builtin.model.types import AttnBackend  # noqa: E402
 from megaplug.builtin.model.derivations import swiglu_ffn_hidden_size  # noqa: E402
 
 

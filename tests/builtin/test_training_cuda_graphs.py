@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import megaplug  # noqa: E402
 from megaplug.values._encoding import encode  # noqa: E402
-from megaplug.builtin.training import CudaGraphModule  # noqa: E402
+from megaplug.builtin.training.enums import CudaGraphModule  # noqa: E402
 from megaplug.builtin.training.enums import parse_cuda_graph_module  # noqa: E402
 
 from _training_stub import messages, resolve, warnings  # noqa: E402

@@ -1,21 +1,24 @@
-"""Plugins whose hooks pluggy would accept as they are reach pluggy only when it is asked for.
+"""pluggy is the one judge of hook implementations, and a declarative plugin never needs it.
 
-The kernel calls each plugin's hooks itself, so registering with pluggy (seconds for a
-thousand plugins) is put off until ``PluginSet.manager`` is used. That is only sound if the
-quick look agrees with pluggy: every plugin it takes gets, once registered, exactly the
-hook functions and argument names pluggy records; everything else goes to pluggy at once.
+A plugin that implements a hook is registered with pluggy's ``PluginManager`` as it loads
+(``register`` and ``check_pending``: pluggy's own checks, not a copy of them); the kernel then
+calls the implementations pluggy recorded. A module that marks no hook -- every shipped
+plugin: its ``PluginInfo`` declares its options and rules -- has nothing for pluggy to look
+at, so a resolve with the shipped plugins never imports pluggy.
 """
 
 from __future__ import annotations
 
-import functools
 import types
 
 import pytest
 
 from megaplug import PluginInfo, hookimpl
-from megaplug._plugins import PluginSet, _plain_hooks
+from megaplug._kernel import Kernel
+from megaplug._plugins import PluginSet
 from megaplug.sources._selection import PluginSelection
+
+
 def _module(name: str, **hooks: object) -> types.ModuleType:
     module = types.ModuleType(f"plugin_{name}")
     module.megaplug_plugin = PluginInfo(name=name)  # type: ignore[attr-defined]
@@ -56,80 +59,59 @@ class ObjectPlugin:
         return None
 
 
-def _decorated(function):
-    @functools.wraps(function)
-    def wrapper(*args):
-        return function(*args)
-    return wrapper
-
-
 @hookimpl(tryfirst=True)
 def derive_tryfirst(config):
     return None
 
 
-class Odd:
-    megaplug_plugin = PluginInfo(name="odd")
-
-    @hookimpl
-    @staticmethod
-    def derive(config):
-        return None
-
-
-PLAIN = {
+PLUGINS = {
     "module": _module("plain", add_args=add_args, derive=derive, validate=validate,
                       normalize=normalize),
     "object": ObjectPlugin(),
 }
-NOT_PLAIN = {
-    "decorated": _module("decorated", derive=hookimpl(_decorated(derive))),
-    "option": _module("option", derive=derive_tryfirst),
-    "misspelt": _module("misspelt", validat=validate),
-    "static": Odd(),
+REFUSED = {
+    "misspelt": (_module("misspelt", validat=validate), "unknown hook 'validat'"),
+    "option": (_module("option", derive=derive_tryfirst), "uses tryfirst=True"),
 }
 
 
-@pytest.mark.parametrize("name", sorted(PLAIN))
-def test_the_quick_look_agrees_with_pluggy(name):
-    plugin = PLAIN[name]
-    quick = _plain_hooks(plugin)
-    assert quick  # taken without pluggy
+@pytest.mark.parametrize("name", sorted(PLUGINS))
+def test_the_kernel_calls_what_pluggy_registered(name):
+    plugin = PLUGINS[name]
     plugins = PluginSet(PluginSelection(autoload=False), builtins=[plugin])
     record_name = plugin.megaplug_plugin.name
     assert plugins.records[record_name].status == "active"
     registered = {hook: (impl.function, tuple(impl.argnames))
                   for hook in ("add_args", "normalize", "derive", "validate")
                   for impl in getattr(plugins.manager.hook, hook).get_hookimpls()}
-    assert registered == quick == plugins.implementations[record_name]
+    assert registered and registered == plugins.implementations[record_name]
+    assert plugins.manager.get_plugin(record_name) is plugin
 
 
-@pytest.mark.parametrize("name", sorted(NOT_PLAIN))
-def test_anything_else_goes_to_pluggy_at_once(name):
-    assert _plain_hooks(NOT_PLAIN[name]) is None
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_pluggy_or_the_declared_order_refuses_a_hook(name):
+    plugin, reason = REFUSED[name]
+    record = PluginSet(PluginSelection(autoload=False), builtins=[plugin]).records[name]
+    assert record.status == "broken"
+    assert reason in record.reason
 
 
-def test_plain_plugins_are_registered_only_when_the_manager_is_used():
-    plugins = PluginSet(PluginSelection(autoload=False), builtins=list(PLAIN.values()))
-    assert plugins._manager is None
-    assert plugins.manager.get_plugin("plain") is PLAIN["module"]
-    assert plugins.manager.get_plugin("object") is PLAIN["object"]
+def _declare_width(flags):
+    flags.add_argument("--plain-width", type=int, default=1)
 
 
-def test_a_plugin_pluggy_must_examine_keeps_the_registration_order():
-    first, second = _module("first", derive=derive), NOT_PLAIN["decorated"]
-    assert _plain_hooks(first) is not None
-    plugins = PluginSet(PluginSelection(autoload=False), builtins=[first, second])
-    assert [name for name, _ in plugins.manager.list_name_plugin()] == ["first", "decorated"]
+def test_a_declarative_plugin_never_reaches_pluggy():
+    module = _module("declared")
+    module.megaplug_plugin = PluginInfo(name="declared", options=_declare_width)
+    plugins = PluginSet(PluginSelection(autoload=False), builtins=[module])
+    assert plugins._manager is None and plugins.implementations["declared"] == {}
+    assert Kernel(plugins).resolve(["--plain-width", "3"], environ={})["plain_width"] == 3
+    assert plugins.records["declared"].hooks == ("add_args",)
 
 
-def test_a_resolve_runs_the_hooks_of_plugins_never_registered_with_pluggy():
-    from megaplug._kernel import Kernel
-
-    plugins = PluginSet(PluginSelection(autoload=False), builtins=[PLAIN["module"]])
-    resolved = Kernel(plugins).resolve(["--plain-width", "3"], environ={})
-    assert resolved["plain_width"] == 6
-    assert plugins._manager is None
+def test_a_resolve_runs_the_hooks_pluggy_registered():
+    plugins = PluginSet(PluginSelection(autoload=False), builtins=[PLUGINS["module"]])
+    assert Kernel(plugins).resolve(["--plain-width", "3"], environ={})["plain_width"] == 6
 
 
 # -- the markers are pluggy's, without importing pluggy ------------------------------------

@@ -14,9 +14,3 @@ def test_importing_the_package_imports_only_its_init():
 def test_every_named_group_of_rules_names_rules():
     groups = named_rules(plugin)
     assert groups and all(groups.values()), groups
-
-
-def test_the_layout_resolver_is_reachable_from_the_package():
-    from megaplug_gtp.layout import resolve_tensor_parallel_weight_shards
-
-    assert plugin.resolve_tensor_parallel_weight_shards is resolve_tensor_parallel_weight_shards

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import megaplug
-from megaplug_inference import InferenceCudaGraphScope as Scope
+from megaplug_inference.enums import InferenceCudaGraphScope as Scope
 
 
 @pytest.mark.parametrize("impl, scope", [

@@ -6,7 +6,7 @@ import pytest
 
 import megaplug
 from megaplug import TorchDType
-from megaplug_inference import InferenceCudaGraphScope
+from megaplug_inference.enums import InferenceCudaGraphScope
 
 
 def test_defaults_match_megatron(resolve):

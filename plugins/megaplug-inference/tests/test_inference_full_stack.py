@@ -7,7 +7,7 @@ from typing import Sequence
 import pytest
 
 import megaplug
-from megaplug_inference import InferenceCudaGraphScope as Scope
+from megaplug_inference.enums import InferenceCudaGraphScope as Scope
 
 DENSE_GPT = [
     "--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4",

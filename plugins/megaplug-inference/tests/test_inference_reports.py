@@ -13,7 +13,7 @@ from megaplug import PluginInfo, TargetEnvironment, TorchDType, hookimpl
 from megaplug._kernel import Kernel
 from megaplug._plugins import PluginSet
 from megaplug.sources._selection import PluginSelection
-from megaplug_inference import InferenceCudaGraphScope as Scope
+from megaplug_inference.enums import InferenceCudaGraphScope as Scope
 
 LOCAL = ("--cuda-graph-impl", "local")
 THRESHOLD = "--inference-batch-times-seqlen-threshold"

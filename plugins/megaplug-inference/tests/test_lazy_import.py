@@ -14,9 +14,3 @@ def test_importing_the_package_imports_only_its_init():
 def test_every_named_group_of_rules_names_rules():
     groups = named_rules(plugin)
     assert groups and all(groups.values()), groups
-
-
-def test_the_scope_enum_is_reachable_from_the_package():
-    from megaplug_inference.enums import InferenceCudaGraphScope
-
-    assert plugin.InferenceCudaGraphScope is InferenceCudaGraphScope

@@ -12,7 +12,7 @@ import pytest
 
 import megaplug
 import megaplug_preflight
-from megaplug_preflight import FAMILIES
+from megaplug_preflight.checks import CHECKS, FAMILIES
 from preflight_launches import DENSE, ENVIRON, MOE, problems, target
 
 #: The issue's example: six heads cannot be split over four tensor-parallel ranks.
@@ -104,7 +104,7 @@ def test_checks_are_named_documented_and_listed_once():
     checks = [check for family in FAMILIES.values() for check in family]
     names = [check.__name__ for check in checks]
     assert len(names) == len(set(names))
-    assert checks == list(megaplug_preflight.CHECKS)
+    assert checks == list(CHECKS)
     # one group, named by reference: imported only where the checks run
     group, = megaplug_preflight.megaplug_plugin.rules.steps["validate"]
     assert group.group == "megaplug_preflight.checks:CHECKS"

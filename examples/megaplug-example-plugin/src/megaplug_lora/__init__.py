@@ -18,23 +18,15 @@ The kernel runs the rules, and names the rule in the provenance of each value it
 in each problem it reports.
 """
 
-from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
+from megaplug import PluginInfo, Rules
 
 __version__ = "0.1.0"
-
-
-@hookimpl
-def add_args(flags: FlagDeclarations) -> None:
-    """Declare the LoRA flags."""
-    # imported here, not at the top: a flag table read from megaplug's cache needs none
-    from .options import LoraOptions
-
-    flags.add_options(LoraOptions)
 
 
 megaplug_plugin = PluginInfo(
     name="lora",
     description="Low-rank adapters (LoRA): train small rank-r updates of frozen linear layers.",
+    options="megaplug_lora.options:LoraOptions",
     version=__version__,
     after=("model",),
     # named, not imported: the kernel imports megaplug_lora.rules when a resolve first runs
@@ -43,13 +35,3 @@ megaplug_plugin = PluginInfo(
                 derive=("megaplug_lora.rules:DERIVE",),
                 validate=("megaplug_lora.rules:VALIDATE",)),
 )
-
-__all__ = ["LoraOptions", "TARGET_MODULES", "megaplug_plugin"]
-
-
-def __getattr__(name: str) -> object:
-    if name in ("LoraOptions", "TARGET_MODULES"):  # from the options module, on first use
-        from . import options
-
-        return getattr(options, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,9 +8,7 @@ rules that would judge sharded parameters or CUDA connections without knowing of
 
 from __future__ import annotations
 
-from megaplug import Draft, FlagDeclarations, PluginInfo, Rules, hookimpl
-
-__all__ = ["FsdpOptions", "megaplug_plugin"]
+from megaplug import Draft, PluginInfo, Rules
 
 
 def uses_fsdp(config: Draft) -> bool:
@@ -39,25 +37,9 @@ rules.supersede("parallel.check_overlap_param_gather_sharding", when=uses_megatr
 megaplug_plugin = PluginInfo(
     name="fsdp",
     description="Fully sharded data parallelism: Torch FSDP2 and Megatron-FSDP.",
+    options="megaplug_fsdp.options:FsdpOptions",
     # FSDP's checks read values as given and its derivations (distributed optimizer,
     # param-gather precision, stream groups) come before these plugins' own in Megatron.
     before=("gtp", "precision", "training"),
     rules=rules,
 )
-
-
-@hookimpl
-def add_args(flags: FlagDeclarations) -> None:
-    """Declare the FSDP flags."""
-    # imported here, not at the top: a flag table read from the snapshot needs none
-    from .options import FsdpOptions
-
-    flags.add_options(FsdpOptions)
-
-
-def __getattr__(name: str) -> object:
-    if name == "FsdpOptions":  # from the options module, imported on first use
-        from . import options
-
-        return getattr(options, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,7 +8,7 @@ data-parallel size, takes the remat ranks out of it. Checks what GTP cannot comb
 
 from __future__ import annotations
 
-from megaplug import Draft, FlagDeclarations, PluginInfo, Rules, hookimpl
+from megaplug import Draft, PluginInfo, Rules
 
 
 def remat_active(config: Draft) -> bool:
@@ -24,34 +24,10 @@ _rules.validate("megaplug_gtp.rules:REMAT_CHECKS", when=remat_active)
 megaplug_plugin = PluginInfo(
     name="gtp",
     description="GTP: tensor-parallel weight sharding with weight rematerialization.",
+    options="megaplug_gtp.options:GtpOptions",
     version="0.1.0",
     # parallel derives the data-parallel size GTP refines; precision decides whether
     # gradients are reduced in fp32 already
     after=("parallel", "precision"),
     rules=_rules,
 )
-
-
-@hookimpl
-def add_args(flags: FlagDeclarations) -> None:
-    """Declare the GTP flags and the derived remat sizes."""
-    # imported here, not at the top: a flag table read from the snapshot needs none
-    from .options import GtpOptions
-
-    flags.add_options(GtpOptions)
-
-
-__all__ = ["GtpOptions", "megaplug_plugin", "remat_active",
-           "resolve_tensor_parallel_weight_shards"]
-
-
-def __getattr__(name: str) -> object:
-    if name == "GtpOptions":  # from the options module, imported on first use
-        from . import options
-
-        return getattr(options, name)
-    if name == "resolve_tensor_parallel_weight_shards":  # from the layout module, likewise
-        from . import layout
-
-        return getattr(layout, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,13 +9,12 @@ CUDA-graph implementation, parallelism and fp8 recipe allow.
 
 from __future__ import annotations
 
-from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
-
-__all__ = ["InferenceCudaGraphScope", "InferenceOptions", "megaplug_plugin"]
+from megaplug import PluginInfo, Rules
 
 megaplug_plugin = PluginInfo(
     name="inference",
     description="Inference engine: dynamic batching, prefix caching, KV cache, CUDA-graph scope.",
+    options="megaplug_inference.options:declare",
     # training normalizes --cuda-graph-impl and the module list first; this plugin migrates
     # the retired module spelling that now means an inference scope, then the scope.
     after=("training",),
@@ -25,25 +24,3 @@ megaplug_plugin = PluginInfo(
                 validate=("megaplug_inference.cuda_graphs:CHECKS",
                           "megaplug_inference.engine:CHECKS")),
 )
-
-
-@hookimpl
-def add_args(flags: FlagDeclarations) -> None:
-    """Declare the inference flags."""
-    # imported here, not at the top: a flag table read from the snapshot needs none
-    from .options import InferenceOptions, declare_untyped_flags
-
-    flags.add_options(InferenceOptions)
-    declare_untyped_flags(flags)
-
-
-def __getattr__(name: str) -> object:
-    if name == "InferenceOptions":  # from the options module, imported on first use
-        from . import options
-
-        return getattr(options, name)
-    if name == "InferenceCudaGraphScope":  # from the enums module, likewise
-        from . import enums
-
-        return getattr(enums, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

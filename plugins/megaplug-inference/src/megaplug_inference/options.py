@@ -226,11 +226,13 @@ class InferenceEngineOptions:
 
 @options
 class InferenceOptions(InferenceEngineOptions, InferenceModelOptions):
-    """Every inference setting declared as a flag with a type (see ``declare_untyped_flags``)."""
+    """Every inference setting declared as a flag with a type (see ``declare``)."""
 
 
-def declare_untyped_flags(flags: FlagDeclarations) -> None:
-    """Flags Megatron declares without a type converter (choices of plain strings)."""
+def declare(flags: FlagDeclarations) -> None:
+    """Every inference flag: the options class, and a flag Megatron declares without a type
+    converter (choices of plain strings)."""
+    flags.add_options(InferenceOptions)
     flags.add_argument("--bert-embedder-type", default="megatron",
                        choices=["megatron", "huggingface"],
                        help="Which implementation embeds text for BERT: Megatron or Hugging Face.")

@@ -7,29 +7,11 @@ unavailable, declares none of its flags, and tells a user who passes one what to
 
 from __future__ import annotations
 
-from megaplug import FlagDeclarations, PluginInfo, Requirement, hookimpl
-
-__all__ = ["KitchenOptions", "megaplug_plugin"]
+from megaplug import PluginInfo, Requirement
 
 megaplug_plugin = PluginInfo(
     name="kitchen",
     description="Kitchen quantization recipes (needs the kitchen package).",
+    options="megaplug_kitchen.options:declare",
     requires=(Requirement("kitchen"),),
 )
-
-
-@hookimpl
-def add_args(flags: FlagDeclarations) -> None:
-    """Declare --kitchen-config-file and --kitchen-recipe-number (mutually exclusive)."""
-    # imported here, not at the top: a flag table read from the snapshot needs none
-    from .options import declare
-
-    declare(flags)
-
-
-def __getattr__(name: str) -> object:
-    if name == "KitchenOptions":  # from the options module, imported on first use
-        from . import options
-
-        return getattr(options, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,7 +11,7 @@ built-in settings.
 
 from __future__ import annotations
 
-from megaplug import Draft, FlagDeclarations, PluginInfo, Rules, hookimpl
+from megaplug import Draft, PluginInfo, Rules
 
 
 def overlaps_expert_parallel_comm(config: Draft) -> bool:
@@ -29,27 +29,8 @@ rules.supersede("parallel.check_cuda_device_max_connections",
 megaplug_plugin = PluginInfo(
     name="moe",
     description="Mixture of experts: experts, routing, token dispatch, expert parallelism.",
+    options="megaplug_moe.options:MoeOptions",
     version="0.1.0",
     after=("model", "parallel", "checkpointing"),
     rules=rules,
 )
-
-
-@hookimpl
-def add_args(flags: FlagDeclarations) -> None:
-    """Declare every MoE flag."""
-    # imported here, not at the top: a flag table read from the snapshot needs none
-    from .options import MoeOptions
-
-    flags.add_options(MoeOptions)
-
-
-__all__ = ["MoeOptions", "megaplug_plugin"]
-
-
-def __getattr__(name: str) -> object:
-    if name == "MoeOptions":  # from the options module, imported on first use
-        from . import options
-
-        return getattr(options, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,10 +16,6 @@ from __future__ import annotations
 
 from megaplug import Draft, PluginInfo, Rules
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
 #: The environment switch: ``0``, ``false``, ``no`` or ``off`` turn the checks off.
 SWITCH = "MEGAPLUG_PREFLIGHT"
 _OFF = frozenset({"0", "false", "no", "off"})
@@ -49,13 +45,3 @@ megaplug_plugin = PluginInfo(
     rules=rules,
 )
 
-
-__all__ = ["CHECKS", "FAMILIES", "SWITCH", "enabled", "megaplug_plugin", "rules"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in ("CHECKS", "FAMILIES"):  # from the checks module, imported on first use
-        from . import checks
-
-        return getattr(checks, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

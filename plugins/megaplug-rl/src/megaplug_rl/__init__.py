@@ -8,9 +8,8 @@ packing, and the fit of rollout phases to global batches and save/exit intervals
 
 from __future__ import annotations
 
-from megaplug import Draft, FlagDeclarations, PluginInfo, Rules, hookimpl
+from megaplug import Draft, PluginInfo, Rules
 
-__all__ = ["RLOptions", "megaplug_plugin", "performs_rl_step"]
 
 def performs_rl_step(config: Draft) -> bool:
     """The RL checks apply to RL runs only: without --perform-rl-step Megatron accepts any
@@ -28,23 +27,7 @@ megaplug_plugin = PluginInfo(
     name="rl",
     description="Reinforcement learning (GRPO): rollouts, KV cache and CUDA graphs across "
                 "inference/training phases, weight refit.",
+    options="megaplug_rl.options:RLOptions",
     version="0.1.0",
     rules=rules,
 )
-
-
-@hookimpl
-def add_args(flags: FlagDeclarations) -> None:
-    """Declare the RL flags."""
-    # imported here, not at the top: a flag table read from the snapshot needs none
-    from .options import RLOptions
-
-    flags.add_options(RLOptions)
-
-
-def __getattr__(name: str) -> object:
-    if name == "RLOptions":  # from the options module, imported on first use
-        from . import options
-
-        return getattr(options, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,7 +8,7 @@ default to ``None`` (not ``False``) as they do there. ``use_dist_ckpt`` is compu
 from typing import Literal, Optional
 
 
-from megaplug import Computed, Flag, options
+from megaplug import Computed, Flag, FlagDeclarations, options
 
 CkptFormat = Literal["torch", "torch_dist", "torch_dcp", "fsdp_dtensor"]
 Strictness = Literal["assume_ok_unexpected", "log_unexpected", "log_all", "raise_unexpected",
@@ -209,3 +209,11 @@ class CheckpointingOptions:
     async_ckpt_use_cpu_shm: bool = Flag(
         default=False,
         help="Stage asynchronous saves in CPU shared memory.")
+
+
+def declare(flags: FlagDeclarations) -> None:
+    """Every checkpointing flag: the options class, and a retired flag Megatron gives no type
+    (an options field would infer ``str``)."""
+    flags.add_options(CheckpointingOptions)
+    flags.add_argument("--dist-ckpt-format", dest="dist_ckpt_format_deprecated",
+                       help="Deprecated and ignored: choose the format with --ckpt-format.")

@@ -10,7 +10,7 @@ dynamic-CP packing scheduler and sizes the packed-sequence buffer.
 
 from __future__ import annotations
 
-from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
+from megaplug import PluginInfo, Rules
 
 
 def _named(*references: str) -> tuple[str, ...]:
@@ -33,17 +33,9 @@ megaplug_plugin = PluginInfo(
     name="data",
     description="Datasets and splits, data loading, FIM, SFT, sequence packing and the "
                 "tokenizer.",
+    options=f"{__name__}.options:DataOptions",
     # parallel resolves dynamic context parallelism, which picks its own packing scheduler
     # before variable_seq_lengths is decided here.
     after=("parallel",),
     rules=rules,
 )
-
-
-@hookimpl
-def add_args(flags: FlagDeclarations) -> None:
-    """Declare the data, tokenizer, SFT and packing flags."""
-    # imported here, not at the top: a flag table read from the snapshot needs none
-    from .options import DataOptions
-
-    flags.add_options(DataOptions)

@@ -9,22 +9,14 @@ pattern is the ``mla`` plugin's job.
 
 from __future__ import annotations
 
-from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
+from megaplug import PluginInfo, Rules
 
 megaplug_plugin = PluginInfo(
     name="experimental",
     description="Layer specs, hybrid layer patterns, precision-aware optimizer, Triton autotune.",
+    options=f"{__name__}.options:ExperimentalOptions",
     before=("model", "parallel"),
     # named by module: importing the plugin to list or document it imports no rules
     rules=Rules(normalize=(f"{__name__}.rules:NORMALIZE",), derive=(f"{__name__}.rules:DERIVE",),
                 validate=(f"{__name__}.rules:VALIDATE",)),
 )
-
-
-@hookimpl
-def add_args(flags: FlagDeclarations) -> None:
-    """Declare the experimental settings."""
-    # imported here, not at the top: a flag table read from the snapshot needs none
-    from .options import ExperimentalOptions
-
-    flags.add_options(ExperimentalOptions)

@@ -11,7 +11,7 @@ that change what one of these rules should say take the rule over while they are
 
 from __future__ import annotations
 
-from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
+from megaplug import PluginInfo, Rules
 
 #: Each phase's rules, named by the module that holds them (imported when the phase first
 #: runs, so listing or documenting the plugin imports none), in the order they run.
@@ -27,14 +27,6 @@ rules = Rules(
 megaplug_plugin = PluginInfo(
     name="parallel",
     description="Tensor, pipeline, context and data parallelism; DDP and process groups.",
+    options=f"{__name__}.options:ParallelOptions",
     rules=rules,
 )
-
-
-@hookimpl
-def add_args(flags: FlagDeclarations) -> None:
-    """Declare the parallelism settings."""
-    # imported here, not at the top: a flag table read from the snapshot needs none
-    from .options import ParallelOptions
-
-    flags.add_options(ParallelOptions)

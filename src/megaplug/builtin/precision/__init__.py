@@ -7,20 +7,12 @@ accumulation for bf16, and maps the output-logit and Mamba state dtypes to torch
 
 from __future__ import annotations
 
-from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
+from megaplug import PluginInfo, Rules
 
 megaplug_plugin = PluginInfo(
     name="precision",
     description="fp16/bf16/fp8/fp4 training, loss scaling and gradient-reduction precision.",
+    options=f"{__name__}.options:PrecisionOptions",
     # named by module: importing the plugin to list or document it imports no rules
     rules=Rules(derive=(f"{__name__}.rules:DERIVE",), validate=(f"{__name__}.rules:VALIDATE",)),
 )
-
-
-@hookimpl
-def add_args(flags: FlagDeclarations) -> None:
-    """Declare the precision settings."""
-    # imported here, not at the top: a flag table read from the snapshot needs none
-    from .options import PrecisionOptions
-
-    flags.add_options(PrecisionOptions)

@@ -8,11 +8,7 @@ installed.
 
 from __future__ import annotations
 
-from importlib import import_module
-
-from megaplug import FlagDeclarations, PluginInfo, Rules, hookimpl
-
-__all__ = ["CudaGraphModule", "TrainingOptions", "megaplug_plugin"]
+from megaplug import PluginInfo, Rules
 
 
 def _named(*references: str) -> tuple[str, ...]:
@@ -35,25 +31,7 @@ megaplug_plugin = PluginInfo(
     name="training",
     description="Batch sizes, training length, learning-rate schedules, optimizers, "
                 "recomputation, CUDA graphs, profiling and deterministic mode.",
+    options=f"{__name__}.options:TrainingOptions",
     after=("parallel",),
     rules=rules,
 )
-
-
-@hookimpl
-def add_args(flags: FlagDeclarations) -> None:
-    """Declare every training setting."""
-    # imported here, not at the top: a flag table read from the snapshot needs none
-    from .options import TrainingOptions
-
-    flags.add_options(TrainingOptions)
-
-
-#: The names this package offers from its modules, and the module each lives in.
-_FROM_MODULE = {"CudaGraphModule": "enums", "TrainingOptions": "options"}
-
-
-def __getattr__(name: str) -> object:
-    if name in _FROM_MODULE:  # imported on first use, like the rules
-        return getattr(import_module(f"{__name__}.{_FROM_MODULE[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
