@@ -9,7 +9,8 @@ plugins' code, the import closure -- every module file loaded while it was compu
 A cache file is trusted only as far as it is checked: a file that is not JSON, holds
 another fingerprint, or holds a value of the wrong shape is recomputed and rewritten.
 
-``MEGAPLUG_CACHE_DIR`` moves the caches; ``MEGAPLUG_NO_CACHE=1`` turns them off.
+``MEGAPLUG_CACHE_DIR`` moves the caches (:func:`cache_directory`); ``MEGAPLUG_NO_CACHE=1``
+turns them off.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import stat
 import sys
 import time
 import zlib
+
+from ..sources._switches import SwitchError, switch
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -96,14 +99,44 @@ def _installed_fingerprint() -> str:
 
 
 def _cache_path() -> str | None:
-    """One cache file per Python environment (several virtualenvs share ``~/.cache``)."""
-    if os.environ.get("MEGAPLUG_NO_CACHE", "").strip() not in ("", "0"):
+    """One cache file per Python environment (several virtualenvs share ``~/.cache``);
+    ``None`` (no cache) when ``MEGAPLUG_NO_CACHE`` says so -- or holds neither yes nor no,
+    which the plugin selection reports -- or no directory is meant for it."""
+    try:
+        if switch("MEGAPLUG_NO_CACHE", False):
+            return None
+    except SwitchError:
         return None
-    base = os.environ.get("MEGAPLUG_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "megaplug")
+    base = cache_directory()
+    if base is None:
+        return None
     environment = zlib.crc32(sys.prefix.encode())
     return os.path.join(base, f"entry-points-{environment:08x}.json")
+
+
+def cache_directory(environ: Any = None) -> str | None:
+    """Where the caches live: ``MEGAPLUG_CACHE_DIR`` as given, else ``megaplug`` under
+    ``XDG_CACHE_HOME`` (when absolute, as the XDG specification says) or under the home
+    directory's ``.cache``; ``None`` when there is no home to put it in (``HOME`` empty,
+    relative or the filesystem root: never the root's or the working directory's
+    ``.cache`` by accident)."""
+    env = os.environ if environ is None else environ
+    chosen = env.get("MEGAPLUG_CACHE_DIR", "")
+    if chosen:
+        return chosen
+    xdg = env.get("XDG_CACHE_HOME", "")
+    if os.path.isabs(xdg) and _is_below_root(xdg):
+        return os.path.join(xdg, "megaplug")
+    home = env.get("HOME")
+    if home is None:  # no variable: the account's own (what expanduser("~") reads)
+        home = os.path.expanduser("~")
+    if os.path.isabs(home) and _is_below_root(home):
+        return os.path.join(home, ".cache", "megaplug")
+    return None
+
+
+def _is_below_root(path: str) -> bool:
+    return os.path.dirname(os.path.normpath(path)) != os.path.normpath(path)
 
 
 def forget_fingerprint() -> None:

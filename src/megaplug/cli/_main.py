@@ -24,6 +24,7 @@ from ._parser import (
 )
 from ._shared import (
     check_plugin_name,
+    check_switches,
     config_tokens,
     defaults_from,
     involves,
@@ -126,6 +127,7 @@ def _run(tokens: list[str]) -> int:
     first = next((token for token in own if not token.startswith("-")), None)
     parser = build_parser(only=first if first in COMMANDS else None)
     try:
+        check_switches()
         _check_command(own)
         setting = _take_setting(own, parser)
         options, unknown = parser.parse_known_args(own)

@@ -155,8 +155,23 @@ class _Explained:
 
 def preflight_wanted() -> bool:
     """The CLI runs the pre-flight checks unless ``MEGAPLUG_PREFLIGHT`` turns them off."""
-    value = os.environ.get("MEGAPLUG_PREFLIGHT", "1").strip().lower()
-    return value not in ("0", "false", "no", "off")
+    from ..sources._switches import SwitchError, switch
+
+    try:
+        return switch("MEGAPLUG_PREFLIGHT", True)
+    except SwitchError as error:
+        raise UsageError(f"megaplug: {error}") from None
+
+
+def check_switches() -> None:
+    """Every yes/no environment variable holding neither, in one usage error (before any
+    command reads one of them its own way)."""
+    from ..sources._switches import SWITCH_HINT, switch_problems
+
+    problems = switch_problems()
+    if problems:
+        raise UsageError("\n".join(f"megaplug: {problem} ({SWITCH_HINT})"
+                                   for problem in problems))
 
 
 def resolve_partially(options: argparse.Namespace, args: Sequence[str],

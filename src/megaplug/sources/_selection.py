@@ -1,6 +1,7 @@
 """The plugin selection a user gives: ``MEGAPLUG_PLUGINS``, ``MEGAPLUG_DISABLE``,
 ``MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD`` and the ``-p NAME`` / ``-p no:NAME`` / ``--no-autoload``
-tokens of a command line, read before any plugin is imported."""
+tokens of a command line, read before any plugin is imported. A yes/no variable
+(``sources._switches``) holding neither is one of its problems."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import re
 
 from .._record import MutableRecord
+from ._switches import SWITCH_HINT, SwitchError, switch, switch_problems
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,8 +40,19 @@ class PluginSelection(MutableRecord):
         selection = cls()
         selection.load = selection._names(env, "MEGAPLUG_PLUGINS")
         selection.block = set(selection._names(env, "MEGAPLUG_DISABLE"))
-        selection.autoload = env.get("MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD", "").strip() in ("", "0")
+        selection.autoload = not selection._switch(env, "MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD")
+        for problem in switch_problems(env):  # the other yes/no variables, once, here
+            if not problem.startswith("MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD="):
+                selection.problems.append((problem, SWITCH_HINT))
         return selection
+
+    def _switch(self, env: Any, variable: str) -> bool:
+        """A yes/no variable (unset: no); a value that is neither is a problem, read as no."""
+        try:
+            return switch(variable, False, env)
+        except SwitchError as error:
+            self.problems.append((str(error), SWITCH_HINT))
+            return False
 
     def _names(self, env: Any, variable: str) -> list[str]:
         """The names in a comma-separated variable (empty entries are skipped)."""
