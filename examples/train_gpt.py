@@ -3,7 +3,7 @@
 Usage::
 
     python examples/train_gpt.py                       # the embedded tiny-gpt config
-    python examples/train_gpt.py --config my.yaml --train-iters 200 --lr 1e-3
+    python examples/train_gpt.py --config my.yaml --train-iters 200 --lr 1e-3   # my.yaml over it
     torchrun --nproc-per-node 2 examples/train_gpt.py  # data parallel over 2 processes
 
 Device: ``cuda:LOCAL_RANK`` when torch sees a GPU, else the CPU; no flag picks it
@@ -18,8 +18,8 @@ The configuration is resolved exactly as a Megatron-style ``pretrain`` does it, 
 tokenizer: Megatron flags on the command line, ``--config FILE`` (YAML or JSON keyed by
 dest, e.g. ``num_layers: 2``; repeatable, later files win, the command line wins over all
 files) and ``RANK`` / ``WORLD_SIZE`` / ``LOCAL_RANK`` from the environment (torchrun
-sets them). When no ``--config`` is given, ``examples/configs/tiny-gpt.yaml`` is used; it
-trains in well under a minute on two CPU cores. ``-p NAME`` / ``-p no:NAME`` select
+sets them). ``examples/configs/tiny-gpt.yaml`` comes first, and ``--config`` files layer on
+it; alone, it trains in well under a minute on two CPU cores. ``-p NAME`` / ``-p no:NAME`` select
 megaplug plugins as usual. ``megaplug flags`` lists every accepted flag.
 
 What the run uses from the resolved arguments: the architecture (num_layers,
@@ -95,10 +95,12 @@ class TrainingError(Exception):
 
 
 def command_line(argv: Sequence[str], environ: Mapping[str, str]) -> list[str]:
-    """The command line to resolve: the default config unless one is given, test extras."""
-    tokens = list(argv)
-    if not any(t == "--config" or t.startswith("--config=") for t in tokens):
-        tokens = ["--config", str(DEFAULT_CONFIG), *tokens]
+    """The command line to resolve: the default config first, then ``argv``, then test extras.
+
+    ``--config`` files given on the command line layer on the default one (later files win),
+    as a user adding ``--config more.yaml`` to the documented command expects.
+    """
+    tokens = ["--config", str(DEFAULT_CONFIG), *argv]
     extra = environ.get(f"{TEST_EXTRA_ARGS}{environ.get('RANK', '0')}")
     if extra:
         tokens += shlex.split(extra)

@@ -87,17 +87,28 @@ def ok(result: subprocess.CompletedProcess) -> str:
 # -- the parts, in process -------------------------------------------------------------
 
 
-def test_default_config_unless_one_is_given() -> None:
-    assert train_gpt.command_line([], {})[:2] == ["--config", str(train_gpt.DEFAULT_CONFIG)]
-    assert train_gpt.command_line(["--config=x.yaml"], {}) == ["--config=x.yaml"]
-    assert train_gpt.command_line(["--config", "x.yaml", "--lr", "1"], {})[:2] == [
-        "--config", "x.yaml"]
+def test_config_files_layer_on_the_default_config() -> None:
+    default = ["--config", str(train_gpt.DEFAULT_CONFIG)]
+    assert train_gpt.command_line([], {}) == default
+    assert train_gpt.command_line(["--config=x.yaml"], {}) == [*default, "--config=x.yaml"]
+    assert train_gpt.command_line(["--config", "x.yaml", "--config", "y.yaml"], {}) == [
+        *default, "--config", "x.yaml", "--config", "y.yaml"]
+
+
+def test_a_layered_config_keeps_the_default_configs_other_settings(tmp_path) -> None:
+    more = tmp_path / "more.yaml"
+    more.write_text("hidden_size: 128\n")
+    args = train_gpt.resolve_args(["--config", str(more)], {})
+    assert (args.hidden_size, args.num_layers, args.train_iters) == (128, 2, 60)
 
 
 def test_test_only_extra_arguments_apply_to_their_rank() -> None:
     env = {"RANK": "1", "TRAIN_GPT_EXTRA_ARGS_RANK1": "--seed 7"}
-    assert train_gpt.command_line(["--config", "c"], env) == ["--config", "c", "--seed", "7"]
-    assert train_gpt.command_line(["--config", "c"], {**env, "RANK": "0"}) == ["--config", "c"]
+    default = ["--config", str(train_gpt.DEFAULT_CONFIG)]
+    assert train_gpt.command_line(["--config", "c"], env) == [
+        *default, "--config", "c", "--seed", "7"]
+    assert train_gpt.command_line(["--config", "c"], {**env, "RANK": "0"}) == [
+        *default, "--config", "c"]
 
 
 def test_help_documents_the_embedded_config(capsys) -> None:
