@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import enum
 import os
-import sys
 
 from .._errors import Problem
 
@@ -211,18 +210,52 @@ def plugin_enum_types(modules: Iterable[Any]) -> list[type]:
     """Enum classes defined in the packages of the given plugin modules.
 
     A plugin may derive an enum that no flag declares (a string flag turned into an
-    enum member), and a run saves it; these classes are the plugins' own code.
+    enum member), and a run saves it; these classes are the plugins' own code. Every module
+    of each package is imported to find them (once per process), so the answer is the
+    installed code alone -- never which of its modules this process happened to import
+    by now (a warm cache imports fewer than a cold one).
     """
-    packages = {getattr(m, "__package__", None) or getattr(m, "__name__", "") for m in modules}
-    packages.discard("")
+    packages = sorted({getattr(m, "__package__", None) or getattr(m, "__name__", "")
+                       for m in modules} - {""})
     found: dict[type, None] = {}
-    for name, module in list(sys.modules.items()):
-        if module is None or not any(name == p or name.startswith(p + ".") for p in packages):
+    for package in packages:
+        if package not in _PACKAGE_ENUMS:
+            _PACKAGE_ENUMS[package] = _enums_of_package(package)
+        found.update(dict.fromkeys(_PACKAGE_ENUMS[package]))
+    return list(found)
+
+
+#: Enum classes per plugin package, found once per process.
+_PACKAGE_ENUMS: dict[str, list[type]] = {}
+
+
+def _enums_of_package(package: str) -> list[type]:
+    """The enum classes defined in ``package`` and every module below it, in name order.
+
+    A module that fails to import is skipped (it fails alike in every process); ``__main__``
+    modules (a program, not definitions) and test modules are not imported.
+    """
+    import importlib
+    import pkgutil
+
+    found: dict[type, None] = {}
+    pending = [package]
+    while pending:
+        name = pending.pop(0)
+        try:
+            module = importlib.import_module(name)
+        except (Exception, SystemExit):  # noqa: BLE001 -- a broken module defines nothing
             continue
         for value in list(vars(module).values()):
             if (isinstance(value, type) and issubclass(value, enum.Enum)
                     and value.__module__ == name):
                 found[value] = None
+        path = getattr(module, "__path__", None)
+        if path is None:
+            continue
+        pending += sorted(f"{name}.{info.name}" for info in pkgutil.iter_modules(path)
+                          if info.name != "__main__" and info.name != "conftest"
+                          and not info.name.startswith("test"))
     return list(found)
 
 
