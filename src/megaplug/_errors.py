@@ -52,6 +52,14 @@ MAX_PROBLEMS_SHOWN = 200
 MAX_PROBLEM_CHARS = 2000
 
 
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """`` (did you mean X?)`` for the candidate closest to a misspelt ``name``, or ``""``."""
+    import difflib  # only a misspelt name pays for it
+
+    near = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
+    return f" (did you mean {near[0]}?)" if near else ""
+
+
 def shorten(text: str, limit: int = MAX_PROBLEM_CHARS) -> str:
     """``text``, or its start and a count of what was left out when longer than ``limit``."""
     if len(text) <= limit:

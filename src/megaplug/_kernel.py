@@ -11,8 +11,8 @@ from ._errors import (MAX_SUGGESTED_LENGTH, MAX_UNRECOGNIZED_SHOWN, ConfigError,
 from ._options import FlagSpec, choice_name
 from ._plugins import (ACTIVE, BLOCKED, BROKEN, UNAVAILABLE, PluginInfo, PluginRecord,
                        PluginSet, describe_failure)
-from ._registry import FlagDeclarations, FlagTable
-from ._rules import RuleStep
+from ._registry import FlagDeclarations, FlagTable, unresolved
+from ._rules import RuleStep, reference_problems
 from .sources._config_files import ConfigFileError, load_config_file
 from .environment import TargetEnvironment
 from .sources._command_line import NEGATIVE_NUMBER, Occurrence, split
@@ -88,6 +88,10 @@ class Kernel:
         for record in self.plugins.records.values():
             if record.status != ACTIVE and record.module is not None:
                 self._learn_flags_of(record, record.module)
+        # every name a plugin gives is checked here: a table read back was checked with it
+        self.setup_problems += [Problem(message, plugin=plugin, hint=(
+            f"correct the name in plugin {plugin!r}'s PluginInfo, or block it with -p no:"
+            f"{plugin}")) for plugin, message in reference_problems(self.plugins.records)]
 
     def _declare(self, record: PluginRecord) -> None:
         try:
@@ -98,8 +102,10 @@ class Kernel:
                 step.function(flags)
         except PluginError as exc:
             record.status, record.reason = BROKEN, str(exc)
-            self.setup_problems.append(Problem(str(exc), plugin=record.name,
-                                               hint="block one of them with -p no:NAME"))
+            self.setup_problems.append(Problem(str(exc), plugin=record.name, hint=(
+                "block one of them with -p no:NAME" if " both " in str(exc) else
+                f"correct plugin {record.name!r}'s declaration, or block it with -p no:"
+                f"{record.name}")))
         except (Exception, SystemExit) as exc:  # sys.exit() in a plugin must not end megaplug
             record.status, record.reason = BROKEN, f"add_args raised {describe_failure(exc)}"
             self.setup_problems.append(Problem(
@@ -385,8 +391,8 @@ class Kernel:
                     continue  # the group's first rule is at index now
                 except Exception as exc:
                     sink.current_plugin, sink.current_rule = record.name, step.name
-                    sink.error(f"plugin {record.name!r} ({record.where()}) could not import its "
-                               f"rules {step.group}: {type(exc).__name__}: {exc}",
+                    sink.error(unresolved(record.name, f"the rules {step.group}",
+                                          str(step.group), exc),
                                hint=f"reinstall the plugin, or block it with -p no:{record.name}")
             index += 1
 

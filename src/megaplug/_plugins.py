@@ -8,7 +8,7 @@ import time
 import types
 
 from . import hookspecs
-from ._errors import PluginError
+from ._errors import PluginError, did_you_mean
 from ._record import FrozenRecord, MutableRecord
 from ._rules import Rules
 from ._version import __version__
@@ -349,7 +349,7 @@ class PluginSet:
                 if first not in self.records:
                     return self._ordering_failure([name], (
                         f"plugin {name!r} ({record.where()}) must run after {first!r}, "
-                        "which is not installed"))
+                        f"which is not installed{did_you_mean(first, self.records)}"))
                 later.get(first, set()).add(name)
             later[name].update(n for n in record.before if n in later)
         waiting = {name: 0 for name in active}
