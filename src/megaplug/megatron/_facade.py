@@ -22,6 +22,7 @@ from ..sources._config_files import take_config_files
 from ..environment import TargetEnvironment
 from ._native import from_native, to_native
 from ._state import NamespaceState, remember, state_of
+from ._unparsed import kernel_for, missing_settings, unparsed_state
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -162,13 +163,18 @@ def validate_args(
     command line it was parsed from had one. Returns ``args``.
     """
     env = os.environ if environ is None else environ
-    state = state_of(args) or NamespaceState(load((), environ=env)[0], {}, {})
-    kernel = state.kernel
+    state = state_of(args)
+    kernel = state.kernel if state is not None else kernel_for(vars(args), env)
     values = _as_megaplug_values(vars(args), kernel)
+    lacking = missing_settings(kernel, values)
+    if state is None:  # a copy, a pickle, one built by hand: judged by its values alone
+        state = unparsed_state(kernel, values)
     provenance = _provenance_for(values, state, kernel)
     sink = state.problems if state.problems is not None else ProblemSink()
     command_line_problems = bool(sink.problems)
     state.problems = None
+    if lacking is not None:  # once, not as each rule that reads one failing
+        _raise([*sink.problems, lacking], None, command_line_problems, sink.warnings)
     target = _target_with_preflight_switch(target, env, preflight)
     if defaults:
         kernel.apply_caller_defaults(_as_megaplug_values(defaults, kernel), values, provenance,
