@@ -78,6 +78,11 @@ def load_side(kernel: Any, options: argparse.Namespace, path: str, args: Sequenc
         data = load_config_file(path)
     except ConfigFileError as exc:
         raise UsageError(f"megaplug diff: {exc}") from None
+    unnamed = [key for key in data if not isinstance(key, str)]
+    if unnamed:
+        raise UsageError(f"megaplug diff: {path} has keys that name no setting: "
+                         + ", ".join(map(repr, unnamed)) + " (settings are named by text, "
+                         "such as num_layers)")
     if _is_resolve_output(kernel, data):
         return Side(f"saved resolve output {path}", "resolved", dict(data),
                     {key: f"saved resolve output {path}" for key in data})
@@ -86,10 +91,11 @@ def load_side(kernel: Any, options: argparse.Namespace, path: str, args: Sequenc
 
 
 def _is_resolve_output(kernel: Any, data: dict[str, Any]) -> bool:
-    """A resolve output holds computed settings and markers, which a config file cannot."""
+    """A resolve output holds computed settings, which a config file cannot (a key such as
+    ``_comment`` is a config file's mistake, reported when it is resolved)."""
     for key in data:
-        spec = kernel.table.lookup(str(key)) if not str(key).startswith("_") else None
-        if str(key).startswith("_") or (spec is not None and spec.kind == "computed"):
+        spec = kernel.table.lookup(key)
+        if spec is not None and spec.kind == "computed":
             return True
     return False
 

@@ -123,6 +123,12 @@ def defaults_from(options: argparse.Namespace) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise UsageError(f"megaplug: {where} must hold a JSON object, not "
                          f"{type(value).__name__}")
+    # the namespace's own attributes (__class__, __dict__) are no settings to set
+    special = [key for key in value if key.startswith("__") and key.endswith("__")]
+    if special:
+        raise UsageError(f"megaplug: {where} names no setting with "
+                         + ", ".join(map(repr, special)) + " (a setting's name, such as "
+                         "num_layers, is expected)")
     return value
 
 

@@ -39,7 +39,8 @@ def load_config_file(path: str) -> dict[str, Any]:
     a repeated key, an integer too long to handle, nesting too deep, or (through YAML
     aliases) more than :data:`MAX_VALUES` values are refused.
     """
-    from ._files import UntrustedInputError, parse_json, parse_yaml, read_text_file
+    from ._files import (UntrustedInputError, not_too_deep, parse_json, parse_yaml,
+                         read_text_file)
 
     where = f"config file {path}"
     try:
@@ -56,6 +57,10 @@ def load_config_file(path: str) -> dict[str, Any]:
         raise ConfigFileError(
             f"{where} expands to more than {MAX_VALUES} values (through YAML "
             "anchors and aliases?); a settings file never needs that many")
+    try:
+        not_too_deep(data, where)
+    except UntrustedInputError as exc:
+        raise ConfigFileError(str(exc)) from None
     if not isinstance(data, dict):
         raise ConfigFileError(
             f"{where} must hold a mapping of settings, not {type(data).__name__}"

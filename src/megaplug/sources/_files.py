@@ -34,6 +34,12 @@ class UntrustedInputError(ValueError):
 #: Most bytes read from a config file, a ``--defaults`` file or a heterogeneous config.
 MAX_TEXT_BYTES = 16 << 20
 
+#: Most characters, and values (scalars, lists, mappings), of YAML text: PyYAML builds
+#: several Python objects per character and value (a 2 MB list took 20 s and 570 MB); a
+#: larger settings file can be JSON, which is read in C.
+MAX_YAML_CHARS = 1 << 20
+MAX_YAML_VALUES = 50_000
+
 #: Python refuses to turn longer integers into text (``sys.int_info``); no setting needs one.
 MAX_INT_DIGITS = min(4300, getattr(sys, "get_int_max_str_digits", lambda: 4300)() or 4300)
 
@@ -126,13 +132,29 @@ def parse_json(text: str, where: str) -> Any:
     try:
         data = json.loads(text, object_pairs_hook=mapping, parse_int=_json_int)
     except RecursionError:
-        raise UntrustedInputError(f"{where} is nested too deeply") from None
+        raise UntrustedInputError(_too_deep_message(where)) from None
     except _TooLong as exc:
         raise UntrustedInputError(f"{where} holds {exc}") from None
     except json.JSONDecodeError as exc:
         raise UntrustedInputError(f"{where} is not valid JSON: {exc}") from None
     _raise_repeated(where, repeated)
+    return not_too_deep(data, where)
+
+
+def not_too_deep(data: Any, where: str) -> Any:
+    """``data``, unless it nests deeper than a value may (:mod:`megaplug.values._nesting`):
+    then :class:`UntrustedInputError`."""
+    from ..values._nesting import too_deep
+
+    if too_deep(data):
+        raise UntrustedInputError(_too_deep_message(where))
     return data
+
+
+def _too_deep_message(where: str) -> str:
+    from ..values._nesting import MAX_NESTING
+
+    return f"{where} is nested too deeply (more than {MAX_NESTING} levels)"
 
 
 class _TooLong(ValueError):
@@ -180,11 +202,18 @@ def parse_yaml(text: str, where: str) -> Any:
     """
     import yaml
 
-    loader = _core_loader()(text)
+    if len(text) > MAX_YAML_CHARS:
+        raise UntrustedInputError(f"{where} is {len(text):,} characters of YAML; megaplug "
+                                  f"reads at most {MAX_YAML_CHARS:,} (write a larger one "
+                                  "as JSON)")
+    try:
+        loader = _core_loader()(text)  # its reader refuses control characters at once
+    except yaml.reader.ReaderError as exc:
+        raise UntrustedInputError(_unprintable(where, text, exc)) from None
     try:
         data = loader.get_single_data()
     except RecursionError:
-        raise UntrustedInputError(f"{where} is nested too deeply") from None
+        raise UntrustedInputError(_too_deep_message(where)) from None
     except _BadScalar as exc:
         raise UntrustedInputError(f"{where}: {exc}") from None
     except yaml.constructor.ConstructorError as exc:
@@ -202,7 +231,17 @@ def parse_yaml(text: str, where: str) -> Any:
     finally:
         loader.dispose()
     _raise_repeated(where, loader.repeated)
-    return data
+    return data  # nesting checked by the caller, after aliases (a cycle is) are counted
+
+
+def _unprintable(where: str, text: str, error: Any) -> str:
+    """What the YAML reader's refusal of a character means, with its line."""
+    line = text.count("\n", 0, error.position) + 1
+    code = error.character
+    escape = f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return (f"{where} holds the character U+{code:04X} on line {line}, which YAML does not "
+            f"allow (write it as an escape in a double-quoted string, \"{escape}\"; or is "
+            "it not a settings file?)")
 
 
 class _BadScalar(ValueError):
@@ -223,6 +262,14 @@ def _core_loader() -> type:
         def __init__(self, stream: str) -> None:
             super().__init__(stream)
             self.repeated: list[str] = []
+            self.values = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            self.values += 1
+            if self.values > MAX_YAML_VALUES:  # stop reading, rather than read it all first
+                raise _BadScalar(f"more than {MAX_YAML_VALUES:,} values; megaplug reads at "
+                                 "most that many from YAML (write a larger file as JSON)")
+            return super().compose_node(parent, index)
 
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             if isinstance(node, yaml.MappingNode):
