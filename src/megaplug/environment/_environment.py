@@ -131,10 +131,13 @@ class TargetEnvironment(MutableRecord):
     is the GPU's ``(major, minor)``; when not stated it is read from the NVIDIA driver on
     first use (see :func:`local_device_capability`), and is ``None`` on a machine without
     a GPU. ``environ`` is the process environment
-    the job will see (defaults to ``os.environ``).
+    the job will see (defaults to ``os.environ``). ``own_process`` says the target is this
+    very process -- megaplug running inside the training job (the switch; the facade under
+    torchrun) -- so a package that is not importable here is absent, not unknown
+    (:meth:`knows_package`).
     """
 
-    __slots__ = ("packages", "device_capability", "environ", "_looked_up")
+    __slots__ = ("packages", "device_capability", "environ", "own_process", "_looked_up")
     _hidden = ("_looked_up",)
 
     def __init__(
@@ -142,15 +145,24 @@ class TargetEnvironment(MutableRecord):
         packages: dict[str, str | None] | None = None,
         device_capability: tuple[int, int] | None | object = _NOT_ASKED,
         environ: Mapping[str, str] | None = None,
+        own_process: bool = False,
     ) -> None:
         self.packages: dict[str, str | None] = {} if packages is None else packages
         self.device_capability = device_capability
         self.environ = environ
+        self.own_process = own_process
         self._looked_up: dict[str, str | None] = {}
 
     def with_environ(self, environ: Mapping[str, str]) -> TargetEnvironment:
         """The same target for a process that sees ``environ`` (a fresh lookup cache)."""
-        return TargetEnvironment(self.packages, self.device_capability, environ)
+        return TargetEnvironment(self.packages, self.device_capability, environ,
+                                 self.own_process)
+
+    def knows_package(self, import_name: str) -> bool:
+        """Whether :meth:`package_version` is certain for this package: the target states
+        it, or the target is this process, where what does not import is absent. On a
+        login node a package missing here may well be installed on the cluster: unknown."""
+        return self.own_process or import_name in self.packages
 
     def getenv(self, name: str, default: str | None = None) -> str | None:
         env = os.environ if self.environ is None else self.environ

@@ -99,22 +99,24 @@ def _parse(extra_args_provider: Callable[[Any], Any] | None, ignore_unknown_args
            ) -> argparse.Namespace:
     tokens = list(sys.argv[1:] if argv is None else argv)
     env = os.environ if environ is None else environ
+    provider_problems: list[Problem] = []
+    provider, tokens = _take_script_flags(extra_args_provider, tokens, provider_problems)
+    foreign: list[Problem] = []
+    if ignore_unknown_args:
+        tokens = _without_foreign_plugin_loads(tokens, foreign)
     kernel, rest = load(tokens, environ=env)
     files, rest = take_config_files(rest)
     if rest[:1] == ["--"]:
         rest = rest[1:]
-    provider_problems: list[Problem] = []
-    provider = None
-    if extra_args_provider is not None:
-        from ._provider import ProviderFlags  # with Megatron's groups: only a provider needs them
-
-        provider = ProviderFlags(extra_args_provider)
-        rest = provider.take(rest, provider_problems)
+    if provider is not None and _wants_help(rest):
+        provider.parser.print_help()  # Megatron's flags and the script's, as Megatron's
+        raise SystemExit(0)
     draft, sink = kernel.parse(rest, config_files=files, environ=env,
                                ignore_unknown=ignore_unknown_args)
     sink.problems.extend(provider_problems)
     if ignore_unknown_args:
         _ignore_foreign_selections(kernel, sink)
+        sink.warnings.extend(foreign)
     parsed, parsed_provenance = draft.to_dict(), draft.provenance()
     if provider is not None:
         provider.merge(parsed, parsed_provenance, kernel.table.owner)
@@ -125,6 +127,68 @@ def _parse(extra_args_provider: Callable[[Any], Any] | None, ignore_unknown_args
     remember(args, NamespaceState(kernel, parsed_provenance, dict(vars(args)), sink,
                                   frozenset(extra)))
     return args
+
+
+def _take_script_flags(extra_args_provider: Callable[[Any], Any] | None,
+                       tokens: list[str], problems: list[Problem]) -> tuple[Any, list[str]]:
+    """The provider's flags and the tokens left once they are taken out.
+
+    Flags the entry script declares are the script's (its ``-p/--port``, its ``--config``):
+    taken before megaplug reads its plugin selection (``-p``) and config files from the rest.
+    """
+    if extra_args_provider is None:
+        return None, tokens
+    from ._provider import ProviderFlags  # with Megatron's groups: only a provider needs them
+
+    provider = ProviderFlags(extra_args_provider)
+    lead = tokens[:1] if tokens[:1] == ["--"] else []
+    return provider, lead + provider.take(tokens[len(lead):], problems)
+
+
+def _wants_help(tokens: Sequence[str]) -> bool:
+    """``-h`` / ``--help`` among the flags (not after a ``--``)."""
+    for token in tokens:
+        if token == "--":
+            return False
+        if token in ("-h", "--help"):
+            return True
+    return False
+
+
+def _without_foreign_plugin_loads(tokens: Sequence[str], warnings: list[Problem]) -> list[str]:
+    """``tokens`` less each ``-p NAME`` that names no megaplug plugin, with a warning each.
+
+    Megatron's ``parse_args(ignore_unknown_args=True)`` ignores what it does not know in
+    ``sys.argv``; there ``-p xdist`` is pytest's, when Megatron's tests parse pytest's
+    command line, and is no plugin for megaplug to import -- whether or not ``xdist`` is
+    importable. A name is megaplug's when an installed distribution declares it as a
+    ``megaplug`` entry point, or it is a built-in's.
+    """
+    if not any(token.startswith("-p") for token in tokens):
+        return list(tokens)
+    from .._plugins import BUILTIN_PLUGINS
+    from ..cache._entry_points import entry_points
+
+    known = {entry.name for entry in entry_points()}
+    known.update(path.rpartition(".")[2] for path in BUILTIN_PLUGINS)
+    kept: list[str] = []
+    position = 0
+    while position < len(tokens):
+        token = tokens[position]
+        if token == "--":
+            return kept + list(tokens[position:])
+        name, width = None, 1
+        if token == "-p" and position + 1 < len(tokens):
+            name, width = tokens[position + 1], 2
+        elif token.startswith("-p") and not token.startswith("--") and len(token) > 2:
+            name = token[2:].lstrip("=")
+        if name is not None and not name.startswith("no:") and name not in known:
+            warnings.append(Problem(f"ignored (ignore_unknown_args): -p {name} names no "
+                                    "megaplug plugin", hint="another program's option"))
+        else:
+            kept.extend(tokens[position:position + width])
+        position += width
+    return kept
 
 
 def _ignore_foreign_selections(kernel: Kernel, sink: ProblemSink) -> None:
@@ -149,16 +213,16 @@ def validate_args(
     target: TargetEnvironment | None = None,
     environ: Mapping[str, str] | None = None,
     torch_types: bool = True,
-    preflight: bool | None = None,
+    preflight: bool | None = None, print_arguments: bool | None = None,
 ) -> argparse.Namespace:
     """Normalize, derive and validate ``args`` in place, like Megatron's ``validate_args``.
 
     ``defaults`` fill settings that are still ``None`` (Megatron's ``args_defaults``).
     ``torch_types`` (the default) gives Megatron's value types -- torch dtypes, and
     megatron.core's enums where it is installed; ``False`` keeps megaplug's torch-free
-    stand-ins. ``preflight`` runs the pre-flight plugin's checks -- what Megatron only
-    rejects later, when it builds the model; off by default, as Megatron's ``validate_args``
-    does not make them (``MEGAPLUG_PREFLIGHT=1`` turns them on).
+    stand-ins. ``preflight`` runs the pre-flight checks (what Megatron rejects only when it
+    builds the model): as ``MEGAPLUG_PREFLIGHT`` says, else off -- on under the switch.
+    ``print_arguments`` prints Megatron's argument table (default: with ``torch_types``).
     Raises :class:`ConfigError` with every problem found -- a :class:`UsageError` when the
     command line it was parsed from had one. Returns ``args``.
     """
@@ -171,8 +235,7 @@ def validate_args(
         state = unparsed_state(kernel, values)
     provenance = _provenance_for(values, state, kernel)
     sink = state.problems if state.problems is not None else ProblemSink()
-    command_line_problems = bool(sink.problems)
-    state.problems = None
+    command_line_problems, state.problems = bool(sink.problems), None
     if lacking is not None:  # once, not as each rule that reads one failing
         _raise([*sink.problems, lacking], None, command_line_problems, sink.warnings)
     target = _target_with_preflight_switch(target, env, preflight)
@@ -186,6 +249,17 @@ def validate_args(
         _print_warnings(args, exc.warnings)  # a skipped checkpoint matters most on failure
         _raise(exc.problems, draft, command_line_problems, exc.warnings)
     _write_back(args, resolved, state, torch_types)
+    return _tabled(args, env, torch_types if print_arguments is None else print_arguments)
+
+
+def _tabled(args: argparse.Namespace, env: Mapping[str, str], wanted: bool,
+            ) -> argparse.Namespace:
+    """``args``, having printed Megatron's argument table when ``wanted``, on rank 0, where
+    Megatron's ``validate_args`` prints it: as it ends (:mod:`._table`)."""
+    if wanted:
+        from ._table import print_argument_table
+
+        print_argument_table(args, env)
     return args
 
 
@@ -226,21 +300,44 @@ PREFLIGHT_SWITCH = "MEGAPLUG_PREFLIGHT"
 _OFF = frozenset({"0", "false", "no", "off"})
 
 
+#: Set by the switch (``python -m megaplug.megatron``): megaplug runs inside the training
+#: job, where pre-flight is on unless ``MEGAPLUG_PREFLIGHT`` turns it off -- what it refuses,
+#: Megatron would refuse minutes later on the same node.
+UNDER_SWITCH = False
+#: Set by torchrun in every process it starts.
+_TORCHRUN_VARIABLE = "TORCHELASTIC_RUN_ID"
+
+
+def preflight_on(env: Mapping[str, str], preflight: bool | None = None) -> bool:
+    """Whether the pre-flight checks run: as the caller says; else as ``MEGAPLUG_PREFLIGHT``
+    says; else on under the switch and off for the Python API (Megatron's acceptance)."""
+    if preflight is not None:
+        return preflight
+    value = env.get(PREFLIGHT_SWITCH)
+    if value is None:
+        return UNDER_SWITCH
+    return value.strip().lower() not in _OFF
+
+
+def in_training_process(env: Mapping[str, str]) -> bool:
+    """Whether this process is the training job itself (the switch, or torchrun's worker),
+    whose packages and GPU are the target's, rather than a login node describing it."""
+    return UNDER_SWITCH or _TORCHRUN_VARIABLE in env
+
+
 def _with_preflight_switch(env: Mapping[str, str], preflight: bool | None) -> dict[str, str]:
-    """``env`` with the pre-flight switch set: on when asked (or when the environment asks
-    and the caller did not say), off otherwise -- Megatron's own acceptance."""
-    if preflight is None:
-        value = env.get(PREFLIGHT_SWITCH)
-        preflight = value is not None and value.strip().lower() not in _OFF
-    return {**env, PREFLIGHT_SWITCH: "1" if preflight else "0"}
+    """``env`` with the pre-flight switch set as :func:`preflight_on` decides."""
+    return {**env, PREFLIGHT_SWITCH: "1" if preflight_on(env, preflight) else "0"}
 
 
 def _target_with_preflight_switch(target: TargetEnvironment | None, env: Mapping[str, str],
                                   preflight: bool | None) -> TargetEnvironment:
     """The target to resolve for, its environment carrying the pre-flight switch; a copy,
-    as the caller may reuse its target."""
+    as the caller may reuse its target. Stated by no caller, it is this machine -- and,
+    inside the training process, this very process (``own_process``)."""
     if target is None:
-        return TargetEnvironment(environ=_with_preflight_switch(env, preflight))
+        return TargetEnvironment(environ=_with_preflight_switch(env, preflight),
+                                 own_process=in_training_process(env))
     base = env if target.environ is None else target.environ
     return target.with_environ(_with_preflight_switch(base, preflight))
 
@@ -295,6 +392,7 @@ def parse_and_validate_args(
     torch_types: bool = True,
     register: bool | None = None,
     preflight: bool | None = None,
+    print_arguments: bool | None = None,
 ) -> argparse.Namespace:
     """``parse_args``, the checkpoint's saved arguments (``--use-checkpoint-args``), then
     ``validate_args``, as Megatron's entry points call them; parse and validation problems
@@ -310,7 +408,7 @@ def parse_and_validate_args(
     defaults = dict(args_defaults or {})
     _apply_checkpoint_args(args, defaults)
     validate_args(args, defaults, target=target, environ=environ, torch_types=torch_types,
-                  preflight=preflight)
+                  preflight=preflight, print_arguments=print_arguments)
     if register is None:
         register = torch_types and _megatron_installed()
     if register:

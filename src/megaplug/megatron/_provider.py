@@ -46,6 +46,8 @@ class ProviderFlags:
         returned = provider(parser)
         if isinstance(returned, argparse.ArgumentParser):
             parser = returned
+        #: Megatron's parser with the provider's flags: what ``--help`` prints.
+        self.parser = parser
         self.actions: list[argparse.Action] = list(parser._actions[known:])
         #: ``set_defaults`` calls of the provider, for settings of any owner.
         self.defaults = {dest: value for dest, value in parser._defaults.items()

@@ -6,6 +6,12 @@ argument functions -- in that module and in every Megatron module that already i
 them by name -- and then runs the script as ``__main__``. Every
 ``from megatron.training.arguments import parse_and_validate_args`` in Megatron, before or
 after, gets megaplug's.
+
+Under the switch megaplug runs inside the training job: the pre-flight checks are on unless
+``MEGAPLUG_PREFLIGHT`` turns them off (the log says so once, on rank 0), and the target they
+check is this process -- a package that does not import here is absent, and the GPU is the
+one this process sees. Every rank resolves the same command line against the same kind of
+node, so every rank gives the same verdict, before any rank builds a model.
 """
 
 from __future__ import annotations
@@ -99,11 +105,33 @@ def run(argv: Sequence[str]) -> None:
     # the `megatron` package its entry scripts import).
     sys.path.insert(0, str(script.resolve().parent))
     sys.argv = [str(script), *argv[1:]]
-    install()
-    from ._facade import UsageError
+    try:
+        install()
+    except ImportError as error:  # no Megatron here: say so in a line, not a traceback
+        print(f"megaplug.megatron: cannot import {MEGATRON_ARGUMENTS} ({error}); run the "
+              "script from a Megatron-LM checkout, or install megatron-core", file=sys.stderr)
+        raise SystemExit(2) from None
+    from . import _facade
+    from ._facade import ConfigError
 
+    _facade.UNDER_SWITCH = True
+    _say_when_preflight_is_off()
     try:
         runpy.run_path(str(script), run_name="__main__")
-    except UsageError as error:  # as argparse ends a Megatron script: the report, status 2
-        print(f"error: {error}", file=sys.stderr)
+    except ConfigError as error:  # every problem, before any model is built: the report,
+        print(f"error: {error}", file=sys.stderr)  # status 2 (argparse's, the CLI's)
         raise SystemExit(2) from None
+
+
+def _say_when_preflight_is_off() -> None:
+    """Under the switch pre-flight is on; a job that turns it off reads so once, on rank 0,
+    at the top of its log."""
+    import os
+
+    from ._facade import PREFLIGHT_SWITCH, preflight_on
+    from ._table import process_rank
+
+    if not preflight_on(os.environ) and process_rank(os.environ) == 0:
+        print(f"megaplug: pre-flight checks are off ({PREFLIGHT_SWITCH}="
+              f"{os.environ.get(PREFLIGHT_SWITCH)}): what Megatron refuses only when it builds "
+              "the model is not checked before", flush=True)

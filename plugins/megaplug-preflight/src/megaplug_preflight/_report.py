@@ -33,10 +33,13 @@ def te_shortfall(config: Draft, minimum: str) -> str | None:
     A login node or laptop usually has no Transformer Engine. When it is not installed here
     and the target does not state a version (``--assume transformer_engine=...``), the
     target's version is unknown and the check is not made: validating for the cluster means
-    stating its Transformer Engine.
+    stating its Transformer Engine. Inside the training process (the switch; the facade
+    under torchrun) the target is this process: not installed here is absent, and the
+    check is made.
     """
     env = config.env
-    if env.package_version(TRANSFORMER_ENGINE) is None and TRANSFORMER_ENGINE not in env.packages:
+    if env.package_version(TRANSFORMER_ENGINE) is None and not env.knows_package(
+            TRANSFORMER_ENGINE):
         return None
     return env.requirement_problem(TRANSFORMER_ENGINE, minimum)
 

@@ -1,0 +1,65 @@
+"""Megatron's argument table: what its ``validate_args`` prints last, on rank 0.
+
+Every Megatron-LM release from core_v0.13 to main prints it with the same ``_print_args``::
+
+    ------------------------ arguments ------------------------
+      accumulate_allreduce_grads_in_fp32 .............. False
+      ...
+    -------------------- end of arguments ---------------------
+
+one line per attribute of the namespace -- two spaces, the name, ``48 - len(name)`` dots
+(none past 48), the value's ``str`` -- sorted by the whole line, lower-cased. Log tools parse
+it and people read it to check a run, so the facade prints it byte for byte, for the values
+megaplug resolved, at the point Megatron does: when validation has passed. The Megatron tier
+holds it byte-identical to Megatron's own output (``tests/megatron/test_argument_table.py``).
+"""
+
+from __future__ import annotations
+
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from typing import Mapping, TextIO
+
+#: The title Megatron's ``validate_args`` passes to ``_print_args``.
+TITLE = "arguments"
+#: The column the dots pad each name to.
+_NAME_COLUMN = 48
+
+
+def argument_table(args: argparse.Namespace, title: str = TITLE) -> str:
+    """The table as Megatron's ``_print_args(title, args)`` prints it, ending in a newline."""
+    lines = ["  {} {} {}".format(name, "." * (_NAME_COLUMN - len(name)), value)
+             for name, value in vars(args).items()]
+    lines.sort(key=str.lower)
+    return "".join((f"------------------------ {title} ------------------------\n",
+                    *(line + "\n" for line in lines),
+                    f"-------------------- end of {title} ---------------------\n"))
+
+
+def process_rank(environ: Mapping[str, str]) -> int:
+    """The rank Megatron's ``is_rank0`` reads: torch.distributed's when it is initialized,
+    else ``RANK``, else ``SLURM_PROCID``, else 0 (a value that is no integer counts as 0,
+    as Megatron's ``safe_get_rank`` has it)."""
+    distributed = sys.modules.get("torch.distributed")  # never imported for this
+    if distributed is not None and distributed.is_available() and distributed.is_initialized():
+        return int(distributed.get_rank())
+    for variable in ("RANK", "SLURM_PROCID"):
+        if variable in environ:
+            try:
+                return int(environ[variable])
+            except ValueError:
+                return 0
+    return 0
+
+
+def print_argument_table(args: argparse.Namespace, environ: Mapping[str, str],
+                         stream: TextIO | None = None) -> None:
+    """Print the table on standard output (or ``stream``) when this process is rank 0."""
+    if process_rank(environ) != 0:
+        return
+    out = sys.stdout if stream is None else stream
+    out.write(argument_table(args))
+    out.flush()
