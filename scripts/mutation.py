@@ -5,9 +5,14 @@
     .venv/bin/python scripts/mutation.py parallel --time-limit 1800
     .venv/bin/python scripts/mutation.py parallel --modules sizes.py pipeline.py
     .venv/bin/python scripts/mutation.py --list
+    .venv/bin/python scripts/mutation.py path/to/megaplug-ema  # a third-party plugin's checkout
     .venv/bin/python scripts/mutation.py moe --again          # the survivors, after new tests
     .venv/bin/python scripts/mutation.py preflight --resume   # go on with a run stopped early
     .venv/bin/python scripts/mutation.py preflight --again --in-process --modules pipeline.py
+
+A third-party plugin is named by its directory: one holding ``src/<package>/`` (or
+``<package>/``) and ``tests/``, its package installed (``pip install -e``) in the environment
+``--python`` names; its tests are copied from there and its whole package is mutated.
 
 Not part of CI: a run takes minutes to an hour on a 2-core machine. The score per plugin
 is recorded in docs/reliability.md ("Mutation testing").
@@ -76,6 +81,7 @@ class Target:
     mutate: str                  # only_mutate pattern, relative to the staging directory
     tests: list[str] = field(default_factory=list)   # test paths, relative to the repository
     copy: list[str] = field(default_factory=list)    # directories copied with their paths
+    base: Path = REPO            # where the test paths start (a third-party plugin's root)
 
 
 def builtin_target(name: str) -> Target:
@@ -93,6 +99,20 @@ def feature_target(name: str) -> Target:
     package = f"megaplug_{name}"
     tests = str((root / "tests").relative_to(REPO))
     return Target(name, root / "src" / package, package, f"src/{package}/*", [tests], [tests])
+
+
+def directory_target(directory: str) -> Target | None:
+    """A plugin outside the checkout, by its directory: ``src/<package>`` (or ``<package>``)
+    with an ``__init__.py``, judged by ``tests/``; ``None`` when ``directory`` is not one."""
+    root = Path(directory).resolve()
+    packages = [p for where in (root / "src", root) if where.is_dir()
+                for p in sorted(where.iterdir()) if (p / "__init__.py").is_file()
+                and p.name != "tests"]
+    if not packages or not (root / "tests").is_dir():
+        return None
+    package = packages[0]
+    mutate = str(Path("src") / package.name / "*")
+    return Target(root.name, package, package.name, mutate, ["tests"], ["tests"], base=root)
 
 
 def targets() -> dict[str, Target]:
@@ -140,11 +160,11 @@ def copy_tests(target: Target, work: Path, extra_tests: list[str],
     """Copy the target's tests, as they are now, under each of ``roots`` in ``work``."""
     for root in roots:
         for directory in {*target.copy, *(str(Path(t).parent) for t in extra_tests)}:
-            shutil.copytree(REPO / directory, work / root / directory, ignore=_ignore,
+            shutil.copytree(target.base / directory, work / root / directory, ignore=_ignore,
                             dirs_exist_ok=True)
         for test in extra_tests:
-            if (REPO / test).is_file():
-                shutil.copy2(REPO / test, work / root / test)
+            if (target.base / test).is_file():
+                shutil.copy2(target.base / test, work / root / test)
 
 
 def write_config(target: Target, work: Path, modules: list[str], extra_tests: list[str],
@@ -427,8 +447,9 @@ def main(argv: list[str] | None = None) -> int:
     known = targets()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("plugin", nargs="?", choices=sorted(known), metavar="PLUGIN",
-                        help="a built-in or feature plugin (--list shows them)")
+    parser.add_argument("plugin", nargs="?", metavar="PLUGIN",
+                        help="a built-in or feature plugin (--list shows them), or the "
+                             "directory of a third-party plugin (src/PACKAGE and tests/)")
     parser.add_argument("--list", action="store_true", help="list the plugins and their tests")
     parser.add_argument("--modules", nargs="+", default=[], metavar="FILE",
                         help="mutate only these files of the plugin (e.g. sizes.py)")
@@ -458,7 +479,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.plugin is None:
         parser.error("name a plugin (or --list)")
-    target = known[args.plugin]
+    target = known.get(args.plugin) or directory_target(args.plugin)
+    if target is None:
+        parser.error(f"{args.plugin!r} is neither a plugin of this checkout ({', '.join(known)})"
+                     " nor a plugin directory with src/PACKAGE/__init__.py and tests/")
     work = args.work or Path(tempfile.gettempdir()) / "megaplug-mutation" / target.name
     ensure_mutmut(args.python)
     started = time.monotonic()

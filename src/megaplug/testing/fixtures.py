@@ -81,7 +81,8 @@ def _reported(resolve: Callable[..., Any], reporter: str | None, kind: str
 
     def run(*flags: str, **kwargs: Any) -> list[str]:
         try:
-            found = resolve(*flags, **kwargs).warnings if kind == "warnings" else []
+            resolved = resolve(*flags, **kwargs)
+            found = resolved.warnings if kind == "warnings" else []
         except ConfigError as error:
             found = error.problems if kind == "problems" else error.warnings
         return [p.message for p in found if reporter is None or p.plugin == reporter]
