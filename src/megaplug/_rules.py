@@ -141,7 +141,8 @@ def reference_problems(records: Mapping[str, Any]) -> list[tuple[str, str]]:
             if owner not in records:
                 found.append((plugin, f"plugin {plugin!r} supersedes {target!r}, but no plugin"
                               f" is named {owner!r}{did_you_mean(owner, records)}"))
-            elif owner in names and rule not in names[owner]:
+            elif owner in names and rule not in names[owner] and not getattr(
+                    records[owner].module, "megaplug_stand_in", False):  # a test's partial one
                 found.append((plugin, f"plugin {plugin!r} supersedes {target!r}, but plugin "
                               f"{owner!r} has no rule {rule!r}"
                               f"{did_you_mean(rule, map(str, names[owner] - {None}))}"))

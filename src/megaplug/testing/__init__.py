@@ -80,6 +80,8 @@ def stand_in(name: str, *flags: Any, options: Any = None, rules: Any = None,
                                       **settings)
 
     module = types.ModuleType(f"megaplug_stand_in_{name}")
+    # declares only what a test needs: another plugin's supersede of its rules is not checked
+    module.megaplug_stand_in = True  # type: ignore[attr-defined]
     all_rules = rules if rules is not None else Rules()
     all_rules.derive(*derive)
     module.megaplug_plugin = PluginInfo(  # type: ignore[attr-defined]
