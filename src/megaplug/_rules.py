@@ -117,7 +117,8 @@ class Rules:
 def reference_problems(records: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(plugin, message) for every name a plugin set's active plugins give that names
     nothing: a group of rules (``"module:NAME"``, imported now), a superseded rule
-    (``"plugin.rule"``), a ``before`` plugin that looks like a misspelt installed one.
+    (``"plugin.rule"``) of an installed plugin; a superseded or ``before`` plugin that is not
+    installed only where it looks like a misspelt installed one (it may be optional).
     The kernel runs this as it declares the flag table, which caches the verdict."""
     from ._errors import did_you_mean
     from ._registry import unresolved
@@ -138,9 +139,10 @@ def reference_problems(records: Mapping[str, Any]) -> list[tuple[str, str]]:
     for plugin, info in active.items():
         for target, _ in info.rules.superseded:
             owner, _, rule = target.partition(".")
-            if owner not in records:
+            near = did_you_mean(owner, records) if owner not in records else ""
+            if near:  # an absent plugin may be optional; one this close is a misspelling
                 found.append((plugin, f"plugin {plugin!r} supersedes {target!r}, but no plugin"
-                              f" is named {owner!r}{did_you_mean(owner, records)}"))
+                              f" is named {owner!r}{near}"))
             elif owner in names and rule not in names[owner] and not getattr(
                     records[owner].module, "megaplug_stand_in", False):  # a test's partial one
                 found.append((plugin, f"plugin {plugin!r} supersedes {target!r}, but plugin "

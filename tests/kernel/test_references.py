@@ -31,7 +31,7 @@ def check_width(config):
 
 #: The rules a group may name: this module's RULES.
 RULES = [check_width]
-TARGET = stand_in("target", options=declare_width, rules=Rules(validate=(check_width,)))
+TARGET = _module("target", options=declare_width, rules=Rules(validate=(check_width,)))
 
 
 def _setup_problems(*plugins: object) -> list[str]:
@@ -100,3 +100,13 @@ def test_a_misspelt_reference_fails_every_resolve_naming_the_plugin():
         with pytest.raises(megaplug.ConfigError) as caught:
             kernel.resolve([], environ={})
         assert [p.plugin for p in caught.value.problems] == ["typo2"]
+
+
+def test_a_stand_ins_rules_are_not_held_to_a_supersede():
+    # a test's stand-in declares only what the test needs
+    rules = Rules()
+    rules.supersede("target.check_widht", when=lambda config: True)
+    kernel, _ = megaplug.load(builtins=[stand_in("target", ("--width", {"type": int})),
+                                        _module("sup", rules=rules)],
+                              environ={"MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    assert kernel.setup_problems == []

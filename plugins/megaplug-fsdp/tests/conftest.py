@@ -1,7 +1,9 @@
-"""Fixtures for the fsdp plugin tests: a kernel with the fsdp plugin and a stand-in host.
+"""Fixtures for the fsdp plugin tests: the fsdp plugin and a stand-in host.
 
 The stand-in plays the built-in plugins whose settings FSDP reads, with Megatron's
-defaults, so these tests do not depend on how the built-ins are written.
+defaults, so these tests do not depend on how the built-ins are written. megaplug's pytest
+plugin (``resolve``, ``problems``) resolves with this set, for a Hopper target with
+Transformer Engine 2.17.1 unless a test says otherwise.
 """
 
 from __future__ import annotations
@@ -10,12 +12,12 @@ from typing import Any, Callable
 
 import pytest
 
-import megaplug
 import megaplug_fsdp
-from megaplug import PluginInfo, TargetEnvironment, hookimpl
 from megaplug._kernel import Kernel
 from megaplug._plugins import PluginSet
 from megaplug.sources._selection import PluginSelection
+from megaplug.testing import stand_in
+
 HOST_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--tensor-model-parallel-size",), {"type": int, "default": 1}),
     (("--pipeline-model-parallel-size",), {"type": int, "default": 1}),
@@ -42,27 +44,29 @@ HOST_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
 ]
 
 
-class Host:
-    """Stands in for the built-in plugins FSDP talks to (named 'training' for ordering)."""
+def turn_distributed_optimizer_off_when_frozen(config: Any) -> None:
+    """Like Megatron, freezing every layer turns the distributed optimizer back off; this
+    must happen after FSDP's own derivations."""
+    if config.freeze_all_layers and config.use_distributed_optimizer:
+        config.set("use_distributed_optimizer", False, inputs=("freeze_all_layers",))
 
-    megaplug_plugin = PluginInfo(name="training", description="Stand-in host.")
 
-    @hookimpl
-    def add_args(self, flags):
-        for options, kwargs in HOST_FLAGS:
-            flags.add_argument(*options, **kwargs)
-
-    @hookimpl
-    def derive(self, config):
-        # Like Megatron, freezing every layer turns the distributed optimizer back off; this
-        # must happen after FSDP's own derivations.
-        if config.freeze_all_layers and config.use_distributed_optimizer:
-            config.set("use_distributed_optimizer", False, inputs=("freeze_all_layers",))
-
+#: Stands in for the built-in plugins FSDP talks to (named 'training' for ordering).
+HOST = stand_in("training", *HOST_FLAGS, derive=[turn_distributed_optimizer_off_when_frozen])
 
 #: Capability and packages of a typical Hopper target.
 HOPPER = dict(packages={"transformer_engine": "2.17.1", "torch": "2.13.0"},
               device_capability=(9, 0))
+
+
+@pytest.fixture
+def megaplug_plugins() -> list[object]:
+    return [HOST, megaplug_fsdp]
+
+
+@pytest.fixture
+def megaplug_reporter() -> str:
+    return "fsdp"
 
 
 @pytest.fixture
@@ -71,38 +75,24 @@ def make_kernel() -> Callable[..., Kernel]:
 
     def build(block: tuple[str, ...] = ()) -> Kernel:
         selection = PluginSelection(autoload=False, block=set(block))
-        return Kernel(PluginSet(selection, builtins=[Host(), megaplug_fsdp]))
+        return Kernel(PluginSet(selection, builtins=[HOST, megaplug_fsdp]))
 
     return build
 
 
 @pytest.fixture
-def kernel(make_kernel: Callable[..., Kernel]) -> Kernel:
+def kernel(megaplug_kernel: Kernel) -> Kernel:
     """A kernel with the host stand-in and the fsdp plugin only."""
-    return make_kernel()
+    return megaplug_kernel
 
 
 @pytest.fixture
-def resolve(kernel: Kernel) -> Callable[..., megaplug.Resolved]:
-    """Resolve a command line on a Hopper target; ``env=`` gives environment variables."""
+def resolve(resolve: Callable[..., Any]) -> Callable[..., Any]:
+    """megaplug's ``resolve`` on a Hopper target; ``env=`` gives environment variables."""
 
-    def run(*argv: str, env: dict[str, str] | None = None, **target: Any) -> megaplug.Resolved:
+    def run(*argv: str, env: dict[str, str] | None = None, **target: Any) -> Any:
         settings = {**HOPPER, **target}
-        return kernel.resolve(list(argv), environ=env or {},
-                              target=TargetEnvironment(environ=env or {}, **settings))
-
-    return run
-
-
-@pytest.fixture
-def problems(resolve: Callable[..., megaplug.Resolved]) -> Callable[..., list[str]]:
-    """The fsdp plugin's problem messages for a command line (empty when it resolves)."""
-
-    def run(*argv: str, **kwargs: Any) -> list[str]:
-        try:
-            resolve(*argv, **kwargs)
-        except megaplug.ConfigError as exc:
-            return [p.message for p in exc.problems if p.plugin == "fsdp"]
-        return []
+        return resolve(*argv, environ=env, capability=settings.pop("device_capability"),
+                       **settings)
 
     return run

@@ -1,4 +1,6 @@
-"""Stand-ins for the settings other plugins own, so the gtp hooks are tested alone."""
+"""The gtp plugin alone, with stand-ins for the settings other plugins own: megaplug's pytest
+plugin (``resolve``, ``problems``) resolves with this set, for 8 ranks on a Hopper GPU unless
+a test says otherwise (``env=``, ``capability=``)."""
 
 from __future__ import annotations
 
@@ -6,9 +8,9 @@ from typing import Any, Callable
 
 import pytest
 
-import megaplug
 import megaplug_gtp
-from megaplug import Computed, FromEnv, PluginInfo, hookimpl
+from megaplug import Computed, FromEnv, options
+from megaplug.testing import stand_in
 
 FOREIGN_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--tensor-model-parallel-size",), {"type": int, "default": 1}),
@@ -37,72 +39,46 @@ FOREIGN_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
 ]
 
 
-class _Parallel:
-    """Declares the foreign flags and derives the data-parallel size as the parallel plugin
-    does: the world over one model-parallel group (GTP takes its remat ranks out after)."""
-
-    megaplug_plugin = PluginInfo(name="parallel")
-
-    @hookimpl
-    def add_args(self, flags: Any) -> None:
-        for options, kwargs in FOREIGN_FLAGS:
-            flags.add_argument(*options, **kwargs)
-        flags.add_options(_ParallelComputed)
-
-    @hookimpl
-    def derive(self, config: Any) -> None:
-        group = config.tensor_model_parallel_size * config.context_parallel_size
-        config.set("data_parallel_size", config.world_size // group)
-
-
-class _Precision:
-    """Plays the precision plugin: bf16 training accumulates gradients in fp32."""
-
-    megaplug_plugin = PluginInfo(name="precision")
-
-    @hookimpl
-    def derive(self, config: Any) -> None:
-        if config.bf16 and not config.grad_reduce_in_bf16:
-            config.set("accumulate_allreduce_grads_in_fp32", True, inputs=("bf16",))
-
-
-from dataclasses import dataclass  # noqa: E402
-
-from typing_extensions import Annotated  # noqa: E402
-
-
-@dataclass
+@options
 class _ParallelComputed:
-    world_size: Annotated[int, FromEnv("WORLD_SIZE")] = 1
-    data_parallel_size: Annotated[int, Computed()] = 1
+    world_size: int = FromEnv("WORLD_SIZE", default=1)
+    data_parallel_size: int = Computed(default=1)
 
 
-KERNEL, _ = megaplug.load(builtins=[_Parallel(), _Precision(), megaplug_gtp],
-                          environ={"MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD": "1"})
+def derive_data_parallel_size(config: Any) -> None:
+    """As the parallel plugin does: the world over one model-parallel group (GTP takes its
+    remat ranks out after)."""
+    group = config.tensor_model_parallel_size * config.context_parallel_size
+    config.set("data_parallel_size", config.world_size // group)
+
+
+def derive_fp32_accumulation(config: Any) -> None:
+    """As the precision plugin does: bf16 training accumulates gradients in fp32."""
+    if config.bf16 and not config.grad_reduce_in_bf16:
+        config.set("accumulate_allreduce_grads_in_fp32", True, inputs=("bf16",))
+
+
+PLUGINS = [stand_in("parallel", *FOREIGN_FLAGS, options=_ParallelComputed,
+                    derive=[derive_data_parallel_size]),
+           stand_in("precision", derive=[derive_fp32_accumulation], after=("parallel",)),
+           megaplug_gtp]
 
 
 @pytest.fixture
-def resolve() -> Callable[..., megaplug.Resolved]:
-    """Resolve argv with the gtp plugin and the stand-ins (Hopper, 8 ranks, unless told)."""
-
-    def run(*argv: str, capability: Any = (9, 0), env: dict[str, str] | None = None,
-            ) -> megaplug.Resolved:
-        environ = {"WORLD_SIZE": "8", **(env or {})}
-        target = megaplug.TargetEnvironment(device_capability=capability, environ=environ)
-        return KERNEL.resolve(list(argv), environ=environ, target=target)
-
-    return run
+def megaplug_plugins() -> list[object]:
+    return PLUGINS
 
 
 @pytest.fixture
-def problems(resolve: Callable[..., megaplug.Resolved]) -> Callable[..., list[str]]:
-    """The gtp plugin's problem messages for argv (empty when it resolves)."""
+def megaplug_reporter() -> str:
+    return "gtp"
 
-    def run(*argv: str, **kwargs: Any) -> list[str]:
-        try:
-            resolve(*argv, **kwargs)
-        except megaplug.ConfigError as exc:
-            return [p.message for p in exc.problems if p.plugin == "gtp"]
-        return []
+
+@pytest.fixture
+def resolve(resolve: Callable[..., Any]) -> Callable[..., Any]:
+    """megaplug's ``resolve``, with 8 ranks unless ``env=`` says otherwise."""
+
+    def run(*argv: str, env: dict[str, str] | None = None, **kwargs: Any) -> Any:
+        return resolve(*argv, environ={"WORLD_SIZE": "8", **(env or {})}, **kwargs)
 
     return run
