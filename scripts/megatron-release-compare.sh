@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# A Megatron release from its git tag against megaplug at that release (the tier's Python,
+# the tag's source first on PYTHONPATH): scripts/megatron-release-compare.py says what it does.
+#
+#   bash scripts/megatron-release-compare.sh core_v0.15.3 [--json FILE]
+# MEGATRON_GIT_DIR: Megatron-LM's git directory (default: the session's mirror).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TAG="${1:?usage: megatron-release-compare.sh TAG [--json FILE]}"; shift
+GIT_DIR="${MEGATRON_GIT_DIR:-/work/.mirror/NVIDIA+Megatron-LM/repo}"
+SOURCE="${TMPDIR:-/tmp}/megaplug-megatron-$TAG"
+if [ ! -d "$SOURCE/megatron/training" ]; then
+    mkdir -p "$SOURCE"
+    git --git-dir="$GIT_DIR" archive "$TAG" megatron | tar -x -C "$SOURCE"
+fi
+# Older releases import six (BERT tokenizer), which newer megatron-core no longer needs.
+PYTHON="$(bash scripts/megatron-overlay.sh "${TMPDIR:-/tmp}/megaplug-megatron-releases" six pydantic)"
+VERSION="${TAG#core_v}"
+PYTHONPATH="$SOURCE${PYTHONPATH:+:$PYTHONPATH}" exec "$PYTHON" -W ignore \
+    scripts/megatron-release-compare.py "$VERSION" "$@"
