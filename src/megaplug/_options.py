@@ -135,8 +135,10 @@ class FlagSpec(MutableRecord):
 
         ``raw`` is text, a list of texts or a loaded value (a config file, a checkpoint). A
         loaded number must fit the type (``2.0`` is the int 2, ``2.5`` is not); an enum member
-        or a dtype is taken as it is; any other loaded value goes through ``type`` as its JSON
-        text (``[1, 0, 1]`` for a layer pattern). Choices are :meth:`check_choice`'s job.
+        or a dtype is taken as it is; any other loaded value must be the value whose JSON
+        form it is (:mod:`megaplug.values._loaded`: ``[1, 0, 1]`` for a layer pattern,
+        ``[128, 0]`` for ``--window-size 128,0``), and a list holds as many values as
+        ``nargs`` lets the command line give. Choices are :meth:`check_choice`'s job.
         """
         if raw is None:
             return raw
@@ -149,9 +151,9 @@ class FlagSpec(MutableRecord):
         if not self.takes_value:
             return raw  # store_const / count: the value as loaded
         if self.nargs in ("+", "*") or isinstance(self.nargs, int):
-            if not isinstance(raw, (list, tuple)):
-                raw = raw.split() if isinstance(raw, str) else [raw]
-            return [self._convert_one(item) for item in raw]
+            from .values._loaded import loaded_items  # as many values as the command line's
+
+            return [self._convert_one(item) for item in loaded_items(raw, self.nargs)]
         return self._convert_one(raw)
 
     def _convert_one(self, raw: Any) -> Any:
@@ -172,8 +174,11 @@ class FlagSpec(MutableRecord):
             if isinstance(raw, enum.Enum) or is_dtype(raw):
                 return raw  # already the parsed value (a caller default, a checkpoint)
         try:
-            text = raw if isinstance(raw, str) else json.dumps(raw)
-            return text if self.type is None else _not_too_deep(self.type(text))
+            if not isinstance(raw, str):  # a loaded value: the one whose JSON form it is
+                from .values._loaded import from_loaded
+
+                return _not_too_deep(from_loaded(raw, self.type, self.choices))
+            return raw if self.type is None else _not_too_deep(self.type(raw))
         except (TypeError, ValueError, ArgumentTypeError, OverflowError, RecursionError) as exc:
             if isinstance(exc, RecursionError):  # the converter's own walk: too deep for it
                 exc = ValueError(f"nested too deeply (more than {MAX_NESTING} levels)")

@@ -6,7 +6,9 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Sequence
+    from typing import Any, Mapping, Sequence
+
+    from .._errors import Problem
 
 
 class ConfigFileError(ValueError):
@@ -83,3 +85,22 @@ def take_config_files(argv: Sequence[str]) -> tuple[list[str], list[str]]:
         else:
             rest.append(token)
     return files, rest
+
+
+
+def spelled_twice(data: Mapping[str, Any], where: str, table: Any) -> list[Problem]:
+    """A problem for each setting ``data`` gives under more than one spelling
+    (``log_interval`` and ``log-interval``): like a repeated key, the last would silently
+    win. ``table`` is the flag table that knows the spellings."""
+    from .._errors import Problem
+
+    spellings: dict[str, list[str]] = {}
+    for key in data:
+        spec = table.lookup(str(key))
+        if spec is not None:
+            spellings.setdefault(spec.dest, []).append(str(key))
+    return [Problem(f"{dest} is given {len(keys)} times in {where}, as "
+                    f"{', '.join(map(repr, keys[:-1]))} and {keys[-1]!r} (the last would "
+                    "silently win)", (table.spelling(dest),), "keep one of them",
+                    table.owner(dest))
+            for dest, keys in spellings.items() if len(keys) > 1]
