@@ -22,7 +22,7 @@ from ..sources._config_files import take_config_files
 from ..environment import TargetEnvironment
 from ._native import from_native, to_native
 from ._state import NamespaceState, remember, state_of
-from ._unparsed import kernel_for, missing_settings, unparsed_state
+from ._unparsed import read_namespace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -227,12 +227,8 @@ def validate_args(
     command line it was parsed from had one. Returns ``args``.
     """
     env = os.environ if environ is None else environ
-    state = state_of(args)
-    kernel = state.kernel if state is not None else kernel_for(vars(args), env)
-    values = _as_megaplug_values(vars(args), kernel)
-    lacking = missing_settings(kernel, values)
-    if state is None:  # a copy, a pickle, one built by hand: judged by its values alone
-        state = unparsed_state(kernel, values)
+    state, values, lacking = read_namespace(args, state_of(args), env, _as_megaplug_values)
+    kernel = state.kernel
     provenance = _provenance_for(values, state, kernel)
     sink = state.problems if state.problems is not None else ProblemSink()
     command_line_problems, state.problems = bool(sink.problems), None

@@ -22,12 +22,24 @@ from ._state import NamespaceState
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Mapping
+    from typing import Any, Callable, Mapping
 
 #: How a given value on a namespace the facade did not parse is described.
 UNPARSED = "on a namespace megaplug did not parse"
 #: Missing settings named one by one in the problem; the rest are counted.
 _NAMED = 12
+
+
+def read_namespace(args: Any, state: NamespaceState | None, environ: Mapping[str, str],
+                   to_megaplug: Callable[[Mapping[str, Any], Kernel], dict[str, Any]],
+                   ) -> tuple[NamespaceState, dict[str, Any], Problem | None]:
+    """What ``validate_args`` works from: the namespace's record (``state``, or one made
+    from its values alone), its values in megaplug's types (``to_megaplug``), and the
+    problem naming the settings it lacks, if any."""
+    kernel = state.kernel if state is not None else kernel_for(vars(args), environ)
+    values = to_megaplug(vars(args), kernel)
+    lacking = missing_settings(kernel, values)
+    return state or unparsed_state(kernel, values), values, lacking
 
 
 def kernel_for(values: Mapping[str, Any], environ: Mapping[str, str]) -> Kernel:
