@@ -9,6 +9,7 @@ from ._errors import Problem, ProblemSink
 from ._record import FrozenRecord
 from ._registry import FlagTable
 from .environment import TargetEnvironment
+from .values._encoding import deep_copy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -136,14 +137,43 @@ class Draft(_Settings):
     """
 
     __slots__ = ("_values", "_provenance", "_removed", "_table", "_sink", "env", "phase",
-                 "_read_only")
+                 "_plugin", "_rule")
 
     def __init__(self, values: dict[str, Any], provenance: dict[str, Provenance],
                  table: FlagTable, sink: ProblemSink, env: TargetEnvironment) -> None:
         for name, value in (("_values", values), ("_provenance", provenance), ("_removed", {}),
                             ("_table", table), ("_sink", sink), ("env", env),
-                            ("phase", "parse"), ("_read_only", False)):
+                            ("phase", "parse"), ("_plugin", None), ("_rule", None)):
             object.__setattr__(self, name, value)
+
+    def for_rule(self, phase: str, plugin: str, rule: str | None) -> Draft:
+        """The same configuration as one rule of ``plugin`` sees it in ``phase``: what it
+        sets and reports is recorded as that rule's (read-only in validate)."""
+        view = object.__new__(Draft)
+        for name in ("_values", "_provenance", "_removed", "_table", "_sink", "env"):
+            object.__setattr__(view, name, object.__getattribute__(self, name))
+        object.__setattr__(view, "phase", phase)
+        object.__setattr__(view, "_plugin", plugin)
+        object.__setattr__(view, "_rule", rule)
+        return view
+
+    def mutable_values(self) -> dict[str, Any]:
+        """A deep copy of every list, dict and set value: what a read-only phase compares
+        with :meth:`undo_changes` after each rule."""
+        return {k: deep_copy(v) for k, v in self._values.items()
+                if isinstance(v, (list, dict, set))}
+
+    def undo_changes(self, copies: dict[str, Any]) -> list[str]:
+        """The settings changed in place since ``copies`` were taken, each put back."""
+        changed = sorted(k for k, v in copies.items() if self._values.get(k) != v)
+        for name in changed:
+            self._values[name] = deep_copy(copies[name])
+        return changed
+
+    def resolved(self, plugins: list[str]) -> Resolved:
+        """The read-only result, once every phase has run."""
+        return Resolved(self._values, self._provenance, self._table, self._sink.warnings,
+                        plugins)
 
     def given(self, name: str) -> bool:
         """Whether the user or caller supplied the value (as opposed to a default)."""
@@ -172,39 +202,40 @@ class Draft(_Settings):
         """Change a value, recording who changed it (plugin and rule), why and from what."""
         self._check_writable(name)
         if name not in self._values and name not in self._table:
-            raise KeyError(f"plugin {self._sink.current_plugin!r} sets {name!r}, which no "
+            raise KeyError(f"plugin {self._plugin!r} sets {name!r}, which no "
                            "plugin declares (declare it with Computed() in an options dataclass)")
         source = {"normalize": "normalized", "derive": "derived"}.get(self.phase, self.phase)
         self._values[name] = value
-        self._provenance[name] = Provenance(source, "", self._sink.current_plugin, tuple(inputs),
-                                            reason, self._provenance.get(name),
-                                            rule=self._sink.current_rule)
+        self._provenance[name] = Provenance(source, "", self._plugin, tuple(inputs),
+                                            reason, self._provenance.get(name), rule=self._rule)
 
     def discard(self, name: str, *, reason: str = "") -> None:
         """Drop a retired setting from the result (Megatron's ``del args.x``)."""
         self._check_writable(name)
         if name in self._values:
             del self._values[name]
-            self._removed[name] = self._sink.current_plugin or "kernel"
+            self._removed[name] = self._plugin or "kernel"
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise ReadOnlyError(f"use config.set({name!r}, value, reason=...) so the change is "
                             "recorded")
 
     def _check_writable(self, name: str) -> None:
-        if self._read_only:
-            raise ReadOnlyError(f"plugin {self._sink.current_plugin!r} tried to change "
+        if self.phase == "validate":
+            raise ReadOnlyError(f"plugin {self._plugin!r} tried to change "
                                 f"{name!r} during {self.phase}; validate must only report "
                                 "problems")
 
     def error(self, message: str, *, flags: tuple[str, ...] | list[str] = (),
               hint: str | None = None) -> None:
         """Report a problem; flags may be dests or option strings."""
-        self._sink.error(message, flags=[self._table.spelling(f) for f in flags], hint=hint)
+        self._sink.error(message, flags=[self._table.spelling(f) for f in flags], hint=hint,
+                         plugin=self._plugin, rule=self._rule)
 
     def warn(self, message: str, *, flags: tuple[str, ...] | list[str] = ()) -> None:
         """Report something suspicious that does not stop the resolve."""
-        self._sink.warn(message, flags=[self._table.spelling(f) for f in flags])
+        self._sink.warn(message, flags=[self._table.spelling(f) for f in flags],
+                        plugin=self._plugin, rule=self._rule)
 
 
 class Resolved(_Settings):

@@ -95,7 +95,8 @@ class PluginError(Exception):
 
 
 class ProblemSink(MutableRecord):
-    """Collects problems and warnings, stamping each with the plugin (and rule) speaking.
+    """Collects problems and warnings; whoever reports one names the plugin (and rule)
+    speaking, or the kernel does for a problem a rule returns.
 
     ``doubtful`` holds the settings a parse problem left in doubt (an unreadable value, a
     misspelt flag's intended setting, all an unreadable config file might have set): a
@@ -103,31 +104,27 @@ class ProblemSink(MutableRecord):
     kernel does not report it.
     """
 
-    __slots__ = ("problems", "warnings", "current_plugin", "current_rule", "doubtful",
-                 "unrecognized", "suggestions_left")
+    __slots__ = ("problems", "warnings", "doubtful", "unrecognized", "suggestions_left")
 
     def __init__(self, problems: list[Problem] | None = None) -> None:
         self.problems: list[Problem] = [] if problems is None else problems
         self.warnings: list[Problem] = []
-        self.current_plugin: str | None = None
-        self.current_rule: str | None = None
         self.doubtful: set[str] = set()
         #: Unrecognized arguments and settings met (past MAX_UNRECOGNIZED_SHOWN, only counted).
         self.unrecognized = 0
         #: "Did you mean" searches still allowed in this resolve.
         self.suggestions_left = MAX_SUGGESTIONS
 
-    def error(self, message: str, *, flags: Sequence[str] = (),
-              hint: str | None = None) -> None:
-        self.add(Problem(message, flags, hint))
+    def error(self, message: str, *, flags: Sequence[str] = (), hint: str | None = None,
+              plugin: str | None = None, rule: str | None = None) -> None:
+        self.problems.append(Problem(message, flags, hint, plugin, rule))
 
     def warn(self, message: str, *, flags: Sequence[str] = (), hint: str | None = None,
-             plugin: str | None = None) -> None:
-        self.warnings.append(self._stamped(Problem(message, flags, hint, plugin)))
+             plugin: str | None = None, rule: str | None = None) -> None:
+        self.warnings.append(Problem(message, flags, hint, plugin, rule))
 
-    def add(self, problem: Problem) -> None:
-        self.problems.append(self._stamped(problem))
-
-    def _stamped(self, problem: Problem) -> Problem:
-        return problem if problem.plugin is not None else Problem(
-            problem.message, problem.flags, problem.hint, self.current_plugin, self.current_rule)
+    def add(self, problem: Problem, plugin: str | None = None, rule: str | None = None) -> None:
+        """Add a problem; one that names no plugin is stamped with ``plugin`` and ``rule``
+        (the rule that returned it)."""
+        self.problems.append(problem if problem.plugin is not None or plugin is None else
+                             Problem(problem.message, problem.flags, problem.hint, plugin, rule))

@@ -168,10 +168,8 @@ def _implements_hooks(plugin: Any) -> bool:
     """Whether pluggy has hook implementations to look at: a module whose own names carry
     no hook marker has none (every declarative plugin: its ``PluginInfo`` says it all);
     anything else -- an object, a module that computes attributes -- goes to pluggy."""
-    if not isinstance(plugin, types.ModuleType):
-        return True
-    namespace = vars(plugin)
-    if "__getattr__" in namespace or "__dir__" in namespace:
+    namespace = vars(plugin) if isinstance(plugin, types.ModuleType) else None
+    if namespace is None or "__getattr__" in namespace or "__dir__" in namespace:
         return True
     try:
         return any(hasattr(value, "megaplug_impl") for value in namespace.values())
@@ -329,12 +327,9 @@ class PluginSet:
                              if known_name.lower() == name.lower()]
             if same_but_case:
                 hint = f"did you mean {same_but_case[0]}? Plugin names are matched exactly"
-            else:
-                import difflib  # only a misspelt name pays for it
-
-                near = difflib.get_close_matches(name, sorted(self.records), n=1, cutoff=0.6)
-                hint = (f"did you mean {near[0]}?" if near
-                        else "megaplug list names the installed plugins")
+            else:  # " (did you mean X?)" as a hint of its own
+                hint = did_you_mean(name, self.records)[2:-1] or (
+                    "megaplug list names the installed plugins")
             found.append((f"cannot block plugin {name!r} (-p no: / MEGAPLUG_DISABLE): no "
                           "installed plugin has that name, so nothing was blocked", hint))
         return found

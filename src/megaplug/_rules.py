@@ -122,7 +122,6 @@ def reference_problems(records: Mapping[str, Any]) -> list[tuple[str, str]]:
     The kernel runs this as it declares the flag table, which caches the verdict."""
     from ._errors import did_you_mean
     from ._registry import unresolved
-
     active = {name: record.info for name, record in records.items()
               if str(record.status) == "active" and record.info is not None}
     found: list[tuple[str, str]] = []

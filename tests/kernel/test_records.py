@@ -50,9 +50,10 @@ def test_mutable_records_change_and_are_unhashable():
     with pytest.raises(TypeError, match="unhashable"):
         hash(spec)
     sink = ProblemSink()
-    sink.current_plugin = "model"
-    sink.error("bad", flags=["--x"], hint="fix")
-    assert sink.problems == [Problem("bad", ("--x",), "fix", "model")]
+    sink.error("bad", flags=["--x"], hint="fix", plugin="model")
+    sink.add(Problem("returned"), "model", "check_x")  # a rule's own problem, stamped
+    assert sink.problems == [Problem("bad", ("--x",), "fix", "model"),
+                             Problem("returned", plugin="model", rule="check_x")]
 
 
 def test_a_target_with_another_environment_keeps_packages_and_forgets_lookups():
