@@ -31,6 +31,7 @@ _MODULES = {
     ".environment": ("TargetEnvironment",),
     ".values._patterns": ("PatternError", "parse_pattern"),
     ".values._types": ("TorchDType", "float_or_infinity"),
+    ".values._numbers": ("divisors", "spoken"),
 }
 _EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
 
@@ -39,8 +40,9 @@ _EXPORTS = {name: module for module, names in _MODULES.items() for name in names
 __all__ = [
     "Computed", "ConfigError", "Draft", "Flag", "FlagDeclarations", "FromEnv", "Kernel",
     "PatternError", "PluginError", "PluginInfo", "Problem", "Provenance", "Requirement",
-    "Resolved", "Rules", "TargetEnvironment", "TorchDType", "__version__", "enum_by_name",
-    "float_or_infinity", "hookimpl", "load", "options", "parse_pattern", "resolve",
+    "Resolved", "Rules", "TargetEnvironment", "TorchDType", "__version__", "divisors",
+    "enum_by_name", "float_or_infinity", "hookimpl", "load", "options", "parse_pattern",
+    "resolve", "spoken",
 ]
 
 
@@ -69,4 +71,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .hookspecs import hookimpl
     from .environment import TargetEnvironment
     from .values._patterns import PatternError, parse_pattern
+    from .values._numbers import divisors, spoken
     from .values._types import TorchDType, float_or_infinity

@@ -338,11 +338,18 @@ def _plugin_view(options: argparse.Namespace, kind: str, make: Callable[[Any], A
         _depends_on_kernel(kernel)
         return {"plugins": {name: [str(record.status), record.reason]
                             for name, record in kernel.plugins.records.items()},
+                "selection": [list(pair) for pair in kernel.plugins.selection_problems],
                 "value": make(kernel)}
 
-    return cached(kind, _list_fingerprint(options, kind, *key), compute,
-                  shape={"plugins": dict, "value": shape}, track_imports=True, per_key=True,
+    view = cached(kind, _list_fingerprint(options, kind, *key), compute,
+                  shape={"plugins": dict, "selection": [[str]], "value": shape},
+                  track_imports=True, per_key=True,
                   accept=lambda stored: accept is None or accept(stored["value"]))
+    if view["selection"]:  # `-p no:TYPO` is refused here as resolve refuses it
+        from .._errors import Problem
+
+        raise ConfigError([Problem(message, hint=hint) for message, hint in view["selection"]])
+    return view
 
 
 def _cmd_version(options: argparse.Namespace) -> int:

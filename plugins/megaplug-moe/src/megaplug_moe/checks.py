@@ -9,27 +9,11 @@ built-in setting are in ``across``.
 
 from __future__ import annotations
 
-import math
-
-from megaplug import Draft
+from megaplug import Draft, divisors, spoken
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Callable
-
-
-def _divisors(number: int) -> list[int]:
-    if number < 1:
-        return []
-    # the divisors up to a bound and their cofactors: every one of a size a person means,
-    # and never a search as long as a mistyped huge number
-    small = [d for d in range(1, min(math.isqrt(abs(number)), 100_000) + 1) if number % d == 0]
-    return sorted({*small, *(abs(number) // d for d in small)})
-
-
-def _spoken_list(items: list[int]) -> str:
-    words = [str(i) for i in items]
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
 
 
 def _fsdp_name(config: Draft) -> str | None:
@@ -63,7 +47,7 @@ def _experts_hint(n: int, ep: int) -> str:
     if n < 1:  # no expert parallel size divides a count below one
         return f"use a positive multiple of {ep} experts"
     return (f"use a multiple of {ep} experts, or an expert parallel size that divides {n}: "
-            f"{_spoken_list(_divisors(n))}")
+            f"{spoken(divisors(n))}")
 
 
 def grouped_gemm_needs_ampere(config: Draft) -> None:

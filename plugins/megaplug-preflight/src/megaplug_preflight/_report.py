@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import math
-
-from megaplug import Draft
+from megaplug import Draft, divisors  # noqa: F401  (the checks' divisor helper, shared)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -54,13 +52,6 @@ def shown(config: Draft, dest: str, value: Any = None) -> str:
     if isinstance(value, (list, tuple)):
         return f"{spelling} {' '.join(str(getattr(v, 'name', v)) for v in value)}"
     return f"{spelling} {getattr(value, 'name', value)}"
-
-
-def divisors(number: int) -> list[int]:
-    # the divisors up to a bound and their cofactors: every one of a size a person means,
-    # and never a search as long as a mistyped huge number
-    small = [d for d in range(1, min(math.isqrt(abs(number)), 100_000) + 1) if number % d == 0]
-    return sorted({*small, *(abs(number) // d for d in small)})
 
 
 def spoken(items: Sequence[Any]) -> str:

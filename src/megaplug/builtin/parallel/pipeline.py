@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import math
-
-from megaplug import Draft
+from megaplug import Draft, divisors
 
 from .layout import LayoutError, parse_layout
 
@@ -144,16 +142,9 @@ def _stages_from_layers_per_stage(config: Draft) -> Optional[int]:
             flags=("num_layers_per_virtual_pipeline_stage", "num_layers",
                    "pipeline_model_parallel_size"),
             hint=f"use a divisor of {per_pipeline_stage}: "
-                 + ", ".join(map(str, _divisors(per_pipeline_stage))))
+                 + ", ".join(map(str, divisors(per_pipeline_stage))))
         return None
     return per_pipeline_stage // per_stage
-
-
-def _divisors(number: int) -> list[int]:
-    # the divisors up to a bound and their cofactors: every one of a stage a person means,
-    # and never a search as long as a mistyped huge layer count
-    small = [d for d in range(1, min(math.isqrt(number), 100_000) + 1) if number % d == 0]
-    return sorted({*small, *(number // d for d in small)})
 
 
 def _counted(config: Draft, layers: int) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from megaplug import Draft
+from megaplug import Draft, divisors, spoken
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -13,20 +13,6 @@ if TYPE_CHECKING:
 #: The model-parallel sizes a user sets; each must be a positive integer.
 SIZE_FLAGS = ("tensor_model_parallel_size", "pipeline_model_parallel_size",
               "context_parallel_size")
-
-
-def _divisors(number: int) -> list[int]:
-    if number < 1:
-        return []
-    # the divisors up to a bound and their cofactors: every one of a size a person means,
-    # and never a search as long as a mistyped huge number
-    small = [d for d in range(1, min(math.isqrt(abs(number)), 100_000) + 1) if number % d == 0]
-    return sorted({*small, *(abs(number) // d for d in small)})
-
-
-def _shown(values: list[int]) -> str:
-    shown = ", ".join(str(v) for v in values[:-1])
-    return f"{shown} or {values[-1]}" if shown else str(values[-1])
 
 
 def sizes_are_usable(config: Draft) -> bool:
@@ -111,7 +97,7 @@ def check_world_size_divisible(config: Draft) -> None:
         f"world size {world} is not divisible by the model-parallel size {total} ({parts})",
         flags=("WORLD_SIZE", *SIZE_FLAGS),
         hint=f"launch a multiple of {total} processes, or choose sizes whose product divides "
-             f"{world}: {_shown(_divisors(world))}")
+             f"{world}: {spoken(divisors(world))}")
 
 
 def check_hierarchical_context_parallel(config: Draft) -> None:
