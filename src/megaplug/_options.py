@@ -153,7 +153,8 @@ class FlagSpec(MutableRecord):
         if self.nargs in ("+", "*") or isinstance(self.nargs, int):
             from .values._loaded import loaded_items  # as many values as the command line's
 
-            return [self._convert_one(item) for item in loaded_items(raw, self.nargs)]
+            return [self._convert_one(item)
+                    for item in loaded_items(raw, self.nargs, self.default)]
         return self._convert_one(raw)
 
     def _convert_one(self, raw: Any) -> Any:
