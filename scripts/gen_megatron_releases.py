@@ -26,6 +26,7 @@ import argparse
 import enum
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -68,7 +69,7 @@ def _encode(value: object) -> object:
         return f"{type(value).__name__}.{value.name}"
     if type(value).__module__ == "torch" and type(value).__name__ == "dtype":
         return str(value)
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, range)):
         return [_encode(item) for item in value]
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
@@ -186,13 +187,205 @@ def measure_release(revision: str) -> list[dict[str, object]]:
         return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+_ACTIONS = {"_StoreAction": "store", "_StoreTrueAction": "store_true",
+            "_StoreFalseAction": "store_false", "BooleanOptionalAction": "boolean_optional",
+            "_StoreConstAction": "store_const", "_AppendAction": "append", "_CountAction": "count"}
+#: The plugins that carry Megatron's own flags (a third party's flags have no lines).
+MEGATRON_PLUGINS = ("model", "parallel", "precision", "training", "checkpointing", "data",
+                    "logging", "resilience", "experimental", "moe", "mla", "fsdp", "gtp",
+                    "inference", "rl", "distillation")
+
+
+def megaplug_facts(spec: object) -> dict[str, object]:
+    """A megaplug flag spec's facts, encoded as the measured ones are."""
+    from megaplug.values._encoding import encode
+
+    takes_value = spec.action in ("store", "append")
+    return {"option_strings": list(spec.option_strings), "dest": spec.dest,
+            "action": spec.action, "default": encode(spec.default),
+            "choices": encode(list(spec.choices)) if spec.choices is not None else None,
+            "nargs": spec.nargs if takes_value else 0,
+            "const": encode(spec.const) if spec.action == "store_const" else None}
+
+
+def measured_facts(fact: dict[str, object]) -> dict[str, object]:
+    action = _ACTIONS.get(fact["action"], fact["action"])
+    return {"option_strings": fact["option_strings"], "dest": fact["dest"], "action": action,
+            "default": fact["default"], "choices": fact["choices"],
+            "nargs": fact["nargs"] if action in ("store", "append") else 0,
+            "const": fact["const"] if action == "store_const" else None}
+
+
+def full_table() -> object:
+    """Every flag megaplug's plugins declare, in any line (no line's facts applied)."""
+    from megaplug._kernel import Kernel
+    from megaplug._plugins import PluginSet
+    from megaplug.sources._selection import PluginSelection
+
+    return Kernel(PluginSet(PluginSelection.from_environment({})),
+                  lines={"megatron_core": "(every line)"}).table
+
+
+#: Which plugin owns a flag only older releases have, by the start of its spelling (the
+#: feature area it belongs to); checked in order, the first match wins.
+OWNERS_BY_PREFIX = (
+    ("--moe-", "moe"), ("--rl-", "rl"), ("--grpo-", "rl"), ("--langrl-", "rl"),
+    ("--inference-", "inference"), ("--disable-chunked-prefill", "inference"),
+    ("--retro-", "model"), ("--retriever-", "data"), ("--tokenizer-", "data"),
+    ("--tiktoken-", "data"), ("--legacy-tokenizer", "data"), ("--hybrid-", "experimental"),
+    ("--encoder-", "parallel"), ("--pipeline-model-parallel-split-rank", "parallel"),
+    ("--no-scatter-gather-tensors-in-pipeline", "parallel"),
+    ("--no-async-tensor-model-parallel-allreduce", "parallel"),
+    ("--use-custom-fsdp", "fsdp"), ("--keep-fp8-transpose-cache-when-using-custom-fsdp", "fsdp"),
+    ("--load-model-opt-format", "checkpointing"), ("--no-stream-ckpt-dequant", "checkpointing"),
+    ("--use-legacy-models", "model"), ("--muon-", "training"),
+)
+#: Flags that exist only with an optional package installed: no line has them for sure.
+CONDITIONAL = ("--kitchen-",)
+
+
+def _owner(options: list[str]) -> str | None:
+    return next((plugin for prefix, plugin in OWNERS_BY_PREFIX if options[0].startswith(prefix)),
+                None)
+
+
+def _extra_fact(fact: dict[str, object]) -> dict[str, object]:
+    """A measured flag as a LineFacts extra declares it (lines added by the caller)."""
+    theirs = measured_facts(fact)
+    kind = fact["type"] if fact["type"] in ("int", "float", "str", "bool") else None
+    return {"option_strings": theirs["option_strings"], "dest": theirs["dest"],
+            "action": theirs["action"], "type": kind, "default": fact["default"],
+            "choices": fact["choices"], "nargs": theirs["nargs"] or None,
+            "const": fact["const"]}
+
+
+def line_facts(measured: dict[str, list[dict[str, object]]]) -> tuple[dict, dict, list]:
+    """Per plugin: per flag (its first option string) the lines that have it and the facts
+    that differ, and the flags it has only in some lines; and the measured flags no plugin
+    can be given."""
+    seed_only = {line.strip() for line in (SHARED / "seed_only_flags.txt").read_text().split()}
+    table = full_table()
+    claimed: set[tuple[str, str]] = set()
+    per_plugin: dict[str, dict[str, dict[str, object]]] = {}
+    extras: dict[str, dict[str, list[str]]] = {}  # plugin -> encoded extra -> its lines
+
+    def add_extra(plugin: str, line: str, fact: dict[str, object]) -> None:
+        encoded = json.dumps(_extra_fact(fact), sort_keys=True)
+        extras.setdefault(plugin, {}).setdefault(encoded, []).append(line)
+        claimed.update((line, option) for option in fact["option_strings"])
+
+    for spec in table:
+        if spec.kind != "flag" or spec.plugin not in MEGATRON_PLUGINS:
+            continue
+        ours = megaplug_facts(spec)
+        stated: dict[str, object] = {}
+        present = []
+        for line, facts in measured.items():
+            by_option = {option: fact for fact in facts for option in fact["option_strings"]}
+            fact = next((by_option[o] for o in spec.option_strings if o in by_option), None)
+            if fact is None:
+                continue
+            theirs = measured_facts(fact)
+            if theirs["dest"] != ours["dest"]:  # that line's setting is another: its own flag
+                add_extra(spec.plugin, line, fact)
+                continue
+            present.append(line)
+            claimed.update((line, option) for option in fact["option_strings"])
+            for field in ("default", "choices", "nargs", "const", "action", "option_strings"):
+                if theirs[field] != ours[field]:
+                    stated.setdefault(field, {})[line] = theirs[field]
+        if "main" in present or any(option in seed_only for option in spec.option_strings):
+            present.append(SEED)
+        if len(present) < len(measured) + 1:
+            stated = {"lines": tuple(present), **stated}
+        if stated:
+            per_plugin.setdefault(spec.plugin, {})[spec.primary] = stated
+    unowned = []
+    for line, facts in measured.items():
+        for fact in facts:
+            options = fact["option_strings"]
+            if any((line, o) in claimed for o in options) or options[0].startswith(CONDITIONAL):
+                continue
+            owner = _owner(options)
+            if owner is None:
+                unowned.append((line, options))
+            else:
+                add_extra(owner, line, fact)
+    return per_plugin, extras, unowned
+
+
+def plugin_module(table: object, plugin: str) -> tuple[str, Path]:
+    """The package a plugin's options class lives in, and its directory."""
+    import importlib
+
+    reference = table.options_classes[plugin]
+    module_name = reference.partition(":")[0] if isinstance(reference, str) else (
+        reference.__module__)
+    package = module_name.rpartition(".")[0]
+    return package, Path(importlib.import_module(package).__file__).parent
+
+
+def write_plugin_facts(per_plugin: dict[str, dict[str, dict[str, object]]],
+                       extras: dict[str, dict[str, list[str]]]) -> None:
+    table = full_table()
+    lines = (*RELEASES, SEED)
+    for plugin in MEGATRON_PLUGINS:
+        package, directory = plugin_module(table, plugin)
+        settings = per_plugin.get(plugin, {})
+        out = [f'"""How the {plugin} plugin\'s flags differ between Megatron\'s release lines.',
+               "",
+               "Generated by scripts/gen_megatron_releases.py from each release's own parser;",
+               'do not edit by hand (see docs/megatron-compat.md)."""',
+               "", "from megaplug.environment import LineFacts", "",
+               f"FACTS = LineFacts(\"megatron_core\", {lines!r}, {{"]
+        for option in sorted(settings):
+            out.append(f"    {option!r}: {settings[option]!r},")
+        out.append("}, (")
+        flags = [(json.loads(encoded), tuple(lines))
+                 for encoded, lines in extras.get(plugin, {}).items()]
+        flags.sort(key=lambda item: (item[0]["option_strings"], item[1]))
+        for flag, flag_lines in flags:
+            out.append(f"    {dict(flag, lines=flag_lines)!r},")
+        out.append("))")
+        path = directory / "megatron_releases.py"
+        path.write_text("\n".join(out) + "\n")
+        print(f"{plugin}: {len(settings)} flags with line facts, {len(flags)} extra -> {path.relative_to(ROOT)} "
+              f"(bind with __megaplug_line_facts__ = \"{package}.megatron_releases:FACTS\")")
+
+
+def write_lines() -> None:
+    path = ROOT / "src" / "megaplug" / "environment" / "_megatron_lines.py"
+    rows = []
+    for line, revision in RELEASES.items():
+        info = subprocess.run(["git", f"--git-dir={MIRROR}", "show",
+                               f"{revision}:megatron/core/package_info.py"],
+                              check=True, capture_output=True, text=True).stdout
+        numbers = dict(re.findall(r"^(MAJOR|MINOR) = (\d+)", info, re.M))
+        rows.append(f"    {line!r}: ({revision!r}, ({numbers['MAJOR']}, {numbers['MINOR']})),")
+    rows.append(f"    {SEED!r}: (\"main + the seed's newer flags\", None),")
+    text = path.read_text()
+    head, _, rest = text.partition("LINES: dict")
+    body = rest[rest.index("{\n") + 2:rest.index("\n}")]
+    path.write_text(text.replace(body, "\n".join(rows)))
+
+
 def main() -> None:
     DATA.mkdir(parents=True, exist_ok=True)
+    measured: dict[str, list[dict[str, object]]] = {}
     for line, revision in RELEASES.items():
-        facts = measure_release(revision)
         path = DATA / f"{line}.jsonl"
-        path.write_text("".join(json.dumps(fact, sort_keys=True) + "\n" for fact in facts))
+        if "--reuse" in sys.argv and path.exists():
+            facts = [json.loads(row) for row in path.read_text().splitlines()]
+        else:
+            facts = measure_release(revision)
+            path.write_text("".join(json.dumps(fact, sort_keys=True) + "\n" for fact in facts))
+        measured[line] = facts
         print(f"{line} ({revision}): {len(facts)} flags -> {path.relative_to(ROOT)}")
+    write_lines()
+    per_plugin, extras, unowned = line_facts(measured)
+    write_plugin_facts(per_plugin, extras)
+    for line, options in unowned:
+        print(f"no plugin declares {line}'s {' / '.join(options)}")
 
 
 if __name__ == "__main__":

@@ -21,18 +21,20 @@ _KERNELS: dict[tuple[Any, ...], Kernel] = {}
 
 def load(argv: Sequence[str] = (), *, environ: Mapping[str, str] | None = None,
          plugins: Sequence[object] = (), builtins: Sequence[object] | None = None,
-         ) -> tuple[Kernel, list[str]]:
+         target: TargetEnvironment | None = None) -> tuple[Kernel, list[str]]:
     """The kernel for the plugins this command line and environment select.
 
     Consumes ``-p NAME`` / ``-p no:NAME`` / ``--no-autoload`` from ``argv`` and returns
     the rest. ``plugins`` adds plugin objects or modules directly (tests, embedding
-    applications); ``builtins`` replaces the built-in set. Kernels are cached per
-    selection, so repeated calls in one process discover and declare only once.
+    applications); ``builtins`` replaces the built-in set. The table is for ``target``'s
+    release lines (default: this machine's). Kernels are cached per selection and lines, so
+    repeated calls in one process discover and declare only once.
     """
     selection = PluginSelection.from_environment(environ)
     rest = selection.take_from_argv(argv)
-    key = (tuple(selection.load), tuple(sorted(selection.block)), selection.autoload,
-           tuple(selection.problems),
+    lines = (target or TargetEnvironment(environ=environ)).release_lines()
+    key = (tuple(lines.items()), tuple(selection.load), tuple(sorted(selection.block)),
+           selection.autoload, tuple(selection.problems),
            tuple(map(id, plugins)), None if builtins is None else tuple(map(id, builtins)))
     if key not in _KERNELS:
         chosen = {} if builtins is None else {"builtins": builtins}
@@ -42,7 +44,7 @@ def load(argv: Sequence[str] = (), *, environ: Mapping[str, str] | None = None,
         gc.disable()
         try:
             _KERNELS[key] = Kernel(PluginSet(selection, extra=plugins, **chosen),
-                                   snapshot=not plugins and builtins is None)
+                                   snapshot=not plugins and builtins is None, lines=lines)
         finally:
             if was_enabled:
                 gc.enable()
@@ -64,7 +66,7 @@ def resolve(argv: Sequence[str] | None = None, *, config_files: Sequence[str] = 
     import sys
 
     tokens = list(sys.argv[1:] if argv is None else argv)
-    kernel, rest = load(tokens, environ=environ, plugins=plugins)
+    kernel, rest = load(tokens, environ=environ, plugins=plugins, target=target)
     files, rest = take_config_files(rest)
     return kernel.resolve(rest[1:] if rest[:1] == ["--"] else rest,
                           config_files=[*config_files, *files], defaults=defaults,

@@ -46,6 +46,9 @@ class FlagDeclarations:
 
     def add_options(self, options_class: type) -> None:
         self._table.options_classes[self.plugin] = options_class
+        facts = getattr(options_class, "__megaplug_line_facts__", None)
+        if facts is not None:  # a reference, followed when a table is narrowed to a line
+            self._table.line_facts[self.plugin] = facts
         for spec in specs_from_options(options_class, self.plugin):
             self._table.add(spec)
 
@@ -77,6 +80,11 @@ class FlagTable:
         #: (a table read from the snapshot imports no options module it does not use).
         self.options_classes: dict[str, type | str] = {}
         self.mutex_groups: list[list[str]] = []
+        #: Each plugin's facts that differ by release line (``environment._line_facts``).
+        self.line_facts: dict[str, Any] = {}
+        #: Settings the target's line lacks (by dest), and their spellings -> where they are.
+        self.withheld: dict[str, list[FlagSpec]] = {}
+        self.elsewhere: dict[str, str] = {}
 
     def add(self, spec: FlagSpec) -> None:
         """Add a spec, or raise ``PluginError`` naming both owners of a dest, option string

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from typing import Any, Callable
 
 #: Bump when the stored form changes.
-VERSION = 1
+VERSION = 2
 
 _FIELDS = ("dest", "plugin", "kind", "option_strings", "action", "type", "default", "choices",
            "nargs", "const", "metavar", "help", "hidden", "deprecated", "env",
@@ -57,7 +57,8 @@ def declare_or_read(kernel: Any, declare: Callable[[], None]) -> None:
     packages = code_packages(records)
     key = code_fingerprint([f"flag table {VERSION}", repr(sorted(
         (r.name, str(r.status), r.source, getattr(r.module, "__name__", None))
-        for r in records))])  # plus, through cached(), the files the declaration read
+        for r in records)), repr(sorted(kernel.lines.items()))])
+    # plus, through cached(), the files the declaration read
     declared: list[bool] = []
     read: list[tuple[FlagTable, dict[str, list[FlagSpec]]]] = []
 
@@ -141,6 +142,8 @@ def encode(table: FlagTable, inactive: dict[str, list[FlagSpec]], packages: set[
                             else reference(cls)
                             for plugin, cls in table.options_classes.items()},
         "mutex_groups": [list(group) for group in table.mutex_groups],
+        "withheld": [spec(one) for specs in table.withheld.values() for one in specs],
+        "elsewhere": dict(table.elsewhere),
     }
 
 
@@ -160,6 +163,10 @@ def decode(data: dict[str, Any], packages: set[str]
             _check_package(reference["ref"], packages)
             table.options_classes[str(plugin)] = reference["ref"]  # imported on first use
         table.mutex_groups = [[str(dest) for dest in group] for group in data["mutex_groups"]]
+        for row in data["withheld"]:
+            withheld = _decode_spec(row, packages)
+            table.withheld.setdefault(withheld.dest, []).append(withheld)
+        table.elsewhere = {str(option): str(where) for option, where in data["elsewhere"].items()}
     except (KeyError, TypeError, AttributeError, ImportError, IndexError) as exc:
         raise ValueError(f"unreadable flag table: {type(exc).__name__}: {exc}") from None
     except Exception as exc:  # noqa: BLE001  (PluginError from add(): two owners)

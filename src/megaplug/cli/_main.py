@@ -222,6 +222,7 @@ def _cmd_list(options: argparse.Namespace, _: list[str]) -> int:
         print(to_json(rows, indent=2))
     else:
         _print_plugin_table(rows)
+        print(f"target Megatron: {target_line(options)}")
         for problem in problems:
             print(f"problem: {problem}")
     for row in rows:
@@ -310,6 +311,11 @@ def _depends_on_kernel(kernel: Any) -> None:
     depends_on_packages(code_packages(kernel.plugins.records.values()))
 
 
+def target_line(options: argparse.Namespace) -> str:
+    """The Megatron release line a command targets and where it came from, in words."""
+    return str(target_from(options).release_source()) if hasattr(options, "assume") else ""
+
+
 def _list_fingerprint(options: argparse.Namespace, *view: str) -> str:
     """What ``megaplug list`` (or a ``view`` of the plugins' code: a command and its
     arguments) depends on, known before computing it: the selection and the installed
@@ -318,7 +324,7 @@ def _list_fingerprint(options: argparse.Namespace, *view: str) -> str:
     from ..sources._selection import PluginSelection
     selection = PluginSelection.from_environment()
     selection.take_from_argv(plugin_controls(options))
-    return code_fingerprint(["3", *view, repr(sorted(selection.load)),
+    return code_fingerprint(["3", *view, target_line(options), repr(sorted(selection.load)),
                              repr(sorted(selection.block)), str(selection.autoload),
                              repr(selection.problems)])
 
@@ -501,6 +507,7 @@ def _cmd_explain(options: argparse.Namespace, args: list[str]) -> int:
         print(f"megaplug explain: no setting {options.setting!r} ({hint})", file=sys.stderr)
         return EXIT_INVALID
     _print_spec(kernel, spec)
+    print(f"megatron:  {target_line(options)}")
     config, error = resolve_partially(options, args)
     if spec.dest not in config:
         print(f"value:     (removed: {spec.dest} is retired during resolution)")

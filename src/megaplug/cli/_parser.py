@@ -83,6 +83,7 @@ def _add_list(commands: Any) -> None:
     _plugin_options(listing)
 
 
+    _target_option(listing)
 def _add_flags(commands: Any) -> None:
     """``megaplug flags``."""
     flags = _command(commands, "flags",
@@ -94,6 +95,7 @@ def _add_flags(commands: Any) -> None:
     _plugin_options(flags)
 
 
+    _target_option(flags)
 def _add_resolve(commands: Any) -> None:
     """``megaplug resolve``."""
     resolve = _command(commands, "resolve",
@@ -182,6 +184,7 @@ def _add_docs(commands: Any) -> None:
 
 def _plugin_options(sub: argparse.ArgumentParser) -> None:
     group = sub.add_argument_group("plugin selection")
+    _target_option(schema)
     group.add_argument("-p", dest="plugin_controls", action="append", default=[],
                        metavar="NAME", help="load plugin NAME (an entry point or module); "
                                             "-p no:NAME blocks it (repeatable)")
@@ -196,7 +199,16 @@ def _resolve_options(sub: argparse.ArgumentParser, config: bool = True) -> None:
     sub.add_argument("--defaults", metavar="JSON",
                      help="caller defaults as a JSON object (or @file), like args_defaults")
     sub.add_argument("--assume", action="append", default=[], metavar="NAME=VERSION",
+    _target_option(completion)
                      help="assume package NAME is installed at VERSION on the target "
                           "(NAME=none: not installed)")
     sub.add_argument("--assume-device-capability", metavar="MAJOR.MINOR",
                      help="assume the target GPU's compute capability ('none': no GPU)")
+    _target_option(docs)
+def _target_option(sub: argparse.ArgumentParser) -> None:
+    """``--assume megatron_core=VERSION``: the Megatron release whose flags to show."""
+    sub.add_argument("--assume", action="append", default=[], metavar="megatron_core=VERSION",
+                     help="the Megatron release to target (default: the installed "
+                          "megatron-core, else the newest supported)")
+
+

@@ -47,15 +47,18 @@ def load_kernel(options: argparse.Namespace, extra: Sequence[str] = (),
     from .._api import load
 
     controls = plugin_controls(options)
+    target = target_from(options) if hasattr(options, "assume") else None
     if tolerant:
         # an impossible plugin ordering marks those plugins broken, so the rest can be listed
         from .._kernel import Kernel
         from .._plugins import PluginSet
+        from ..environment import TargetEnvironment
         from ..sources._selection import PluginSelection
         selection = PluginSelection.from_environment()
         rest = selection.take_from_argv([*controls, *extra])
-        return Kernel(PluginSet(selection, tolerant=True)), rest
-    return load([*controls, *extra])
+        lines = (target or TargetEnvironment()).release_lines()
+        return Kernel(PluginSet(selection, tolerant=True), lines=lines), rest
+    return load([*controls, *extra], target=target)
 
 
 def check_plugin_name(plugins: Any, name: str | None, command: str) -> None:
@@ -93,7 +96,7 @@ def target_from(options: argparse.Namespace) -> Any:
             continue
         packages[name] = version
     target = TargetEnvironment(packages=packages, environ=os.environ)
-    if options.assume_device_capability is not None:
+    if getattr(options, "assume_device_capability", None) is not None:
         try:
             target.device_capability = parse_assumed_capability(options.assume_device_capability)
         except ValueError as exc:

@@ -18,7 +18,7 @@ from .._record import MutableRecord
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Mapping
+    from typing import Any, Mapping
 
 _NOT_ASKED = object()
 
@@ -55,7 +55,8 @@ _VERSION = (
 #: Packages megaplug's checks ask about: a stated name close to one of these is a typo.
 KNOWN_PACKAGES = ("transformer_engine", "torch", "apex", "flash_attn", "flash_attn_3",
                   "flashinfer", "multistorageclient", "mamba_ssm", "nvidia_resiliency_ext",
-                  "megatron", "yaml", "triton", "numpy", "tensorstore", "zarr")
+                  "megatron", "megatron_core", "yaml", "triton", "numpy", "tensorstore",
+                  "zarr")
 
 
 def parse_assumed_package(item: str, known: tuple[str, ...] = KNOWN_PACKAGES,
@@ -84,6 +85,8 @@ def parse_assumed_package(item: str, known: tuple[str, ...] = KNOWN_PACKAGES,
                              f"did you mean {near[0]}?")
     if version.lower() == "none":
         return name, None
+    if name == "megatron_core" and version in ("main", "seed"):
+        return name, version  # Megatron's lines by name: Megatron-LM main, megaplug's own
     if not (_is_release(version) or re.match(_VERSION, version)):
         raise ValueError(f"--assume {item!r}: {version!r} is not a version (give one such as "
                          "2.17.1, 2.7.0.dev0 or 1.0rc1, or none for not installed)")
@@ -137,8 +140,9 @@ class TargetEnvironment(MutableRecord):
     (:meth:`knows_package`).
     """
 
-    __slots__ = ("packages", "device_capability", "environ", "own_process", "_looked_up")
-    _hidden = ("_looked_up",)
+    __slots__ = ("packages", "device_capability", "environ", "own_process", "_looked_up",
+                 "_line")
+    _hidden = ("_looked_up", "_line")
 
     def __init__(
         self,
@@ -152,6 +156,7 @@ class TargetEnvironment(MutableRecord):
         self.environ = environ
         self.own_process = own_process
         self._looked_up: dict[str, str | None] = {}
+        self._line: Any = None
 
     def with_environ(self, environ: Mapping[str, str]) -> TargetEnvironment:
         """The same target for a process that sees ``environ`` (a fresh lookup cache)."""
@@ -189,6 +194,51 @@ class TargetEnvironment(MutableRecord):
         if minimum and parse_version(found) < parse_version(minimum):
             return f"requires {wanted}, found {found}"
         return None
+
+    # -- the Megatron release line (see _releases) -------------------------------------------
+
+    def line_choice(self, package: str = "megatron_core") -> Any:
+        """The release line of ``package`` this target runs and where it came from (a
+        :class:`~megaplug.environment._releases.LineChoice`); only Megatron has lines."""
+        from ._releases import PACKAGE, choose_line
+
+        if package != PACKAGE:
+            raise ValueError(f"no release lines are known for {package!r}")
+        if self._line is None:
+            self._line = choose_line(self.packages)
+        return self._line
+
+    def release_line(self, package: str = "megatron_core") -> str:
+        """The line label: ``"0.13"`` ... ``"0.19"``, ``"main"`` or ``"seed"``."""
+        return self.line_choice(package).line  # type: ignore[no-any-return]
+
+    def release_source(self, package: str = "megatron_core") -> str:
+        """The line and where it came from, in words (``megaplug list`` / ``explain``)."""
+        return self.line_choice(package).describe()  # type: ignore[no-any-return]
+
+    def release_lines(self) -> dict[str, str]:
+        """Every package's line, as the kernel keys its flag table on them."""
+        from ._releases import PACKAGE
+
+        return {PACKAGE: self.release_line(PACKAGE)}
+
+    def line_problems(self) -> list[tuple[str, bool]]:
+        """What a resolve reports about the target's Megatron version: ``(message, True)``
+        for one megaplug cannot target (older, or no version), ``(message, False)`` for one
+        newer than every line it knows (resolved as the newest)."""
+        choice = self.line_choice()
+        return [(message, is_problem) for message, is_problem in (
+            (choice.problem, True), (choice.warning, False)) if message]
+
+    def line_at_least(self, package: str, line: str) -> bool:
+        """Whether the target's line of ``package`` is ``line`` or a later one."""
+        from ._releases import line_index
+
+        return line_index(self.release_line(package)) >= line_index(line)
+
+    def line_before(self, package: str, line: str) -> bool:
+        """Whether the target's line of ``package`` is older than ``line``."""
+        return not self.line_at_least(package, line)
 
     def capability(self) -> tuple[int, int] | None:
         """The target GPU's compute capability, or ``None`` when there is no GPU."""

@@ -96,6 +96,7 @@ def parse_args(
 
 def _parse(extra_args_provider: Callable[[Any], Any] | None, ignore_unknown_args: bool,
            argv: Sequence[str] | None, environ: Mapping[str, str] | None,
+           target: TargetEnvironment | None = None,
            ) -> argparse.Namespace:
     tokens = list(sys.argv[1:] if argv is None else argv)
     env = os.environ if environ is None else environ
@@ -104,14 +105,14 @@ def _parse(extra_args_provider: Callable[[Any], Any] | None, ignore_unknown_args
     foreign: list[Problem] = []
     if ignore_unknown_args:
         tokens = _without_foreign_plugin_loads(tokens, foreign)
-    kernel, rest = load(tokens, environ=env)
+    kernel, rest = load(tokens, environ=env, target=target)  # the target release's flags
     files, rest = take_config_files(rest)
     if rest[:1] == ["--"]:
         rest = rest[1:]
     if provider is not None and _wants_help(rest):
         provider.parser.print_help()  # Megatron's flags and the script's, as Megatron's
         raise SystemExit(0)
-    draft, sink = kernel.parse(rest, config_files=files, environ=env,
+    draft, sink = kernel.parse(rest, config_files=files, environ=env, target=target,
                                ignore_unknown=ignore_unknown_args)
     sink.problems.extend(provider_problems)
     if ignore_unknown_args:
@@ -400,7 +401,7 @@ def parse_and_validate_args(
     ``torch_types`` is on and Megatron is installed. ``torch_types=False`` keeps dtypes and
     enums as megaplug's torch-free stand-ins.
     """
-    args = _parse(extra_args_provider, ignore_unknown_args, argv, environ)
+    args = _parse(extra_args_provider, ignore_unknown_args, argv, environ, target)
     defaults = dict(args_defaults or {})
     _apply_checkpoint_args(args, defaults)
     validate_args(args, defaults, target=target, environ=environ, torch_types=torch_types,

@@ -1,0 +1,268 @@
+"""The target Megatron release (issue 27): which line a version selects, where it came from,
+and each line's flag surface against the facts measured off that release's own parser
+(``data/megatron-releases/LINE.jsonl``, written by scripts/gen_megatron_releases.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import megaplug
+from megaplug import ConfigError, TargetEnvironment
+from megaplug.environment import _releases
+from megaplug.environment._environment import parse_assumed_package
+from megaplug.environment._megatron_lines import LINES
+from megaplug.values._encoding import encode
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "data" / "megatron-releases"
+MEASURED_LINES = [line for line in LINES if (DATA / f"{line}.jsonl").exists()]
+#: Flags that exist only with the optional kitchen package installed (no line has them surely).
+CONDITIONAL = ("--kitchen-config-file", "--kitchen-recipe-number")
+#: Plugins that carry no Megatron flag (a third party's, the example ones).
+NOT_MEGATRON = ("kitchen", "lora", "preflight", "memory")
+
+_ACTIONS = {"_StoreAction": "store", "_StoreTrueAction": "store_true",
+            "_StoreFalseAction": "store_false", "BooleanOptionalAction": "boolean_optional",
+            "_StoreConstAction": "store_const", "_AppendAction": "append"}
+
+CORE = ["--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4",
+        "--seq-length", "64", "--max-position-embeddings", "64", "--micro-batch-size", "1"]
+
+
+def _target(version: str) -> TargetEnvironment:
+    return TargetEnvironment(packages={"megatron_core": version})
+
+
+def _table(version: str):
+    return megaplug.load([], target=_target(version))[0].table
+
+
+# -- which line a version selects ------------------------------------------------------------
+
+@pytest.mark.parametrize("version, line", [
+    ("0.13.0", "0.13"), ("0.13.1", "0.13"), ("0.15.3", "0.15"), ("0.17.1", "0.17"),
+    ("0.19.2", "0.19"), ("0.19.0rc3", "0.19"), ("0.20.0", "main"), ("main", "main"),
+    ("seed", "seed"), ("0.17", "0.17")])
+def test_a_patch_of_a_known_minor_is_that_minor(version, line):
+    choice = _target(version).line_choice()
+    assert (choice.line, choice.warning, choice.problem) == (line, None, None)
+
+
+def test_a_newer_version_is_the_newest_line_with_a_warning():
+    choice = _target("0.23.1").line_choice()
+    assert choice.line == "seed" and choice.problem is None
+    assert "megatron_core 0.23.1 (as stated) is newer than any line megaplug knows" in (
+        choice.warning)
+    resolved = megaplug.resolve(CORE, target=_target("0.23.1"))
+    assert any("newer than any line" in str(warning) for warning in resolved.warnings)
+
+
+@pytest.mark.parametrize("version, says", [
+    ("0.12.0", "is older than megaplug supports"), ("0.9", "is older than megaplug supports"),
+    ("banana", "is not a version"), ("1", "is not a version")])
+def test_an_older_or_unparseable_version_is_a_problem_naming_the_range(version, says):
+    with pytest.raises(ConfigError) as caught:
+        megaplug.resolve(CORE, target=_target(version))
+    messages = [str(problem) for problem in caught.value.problems]
+    mine = [m for m in messages if says in m]
+    assert len(mine) == 1, messages
+    assert "supported: megatron_core 0.13 to 0.19, main (0.20.x) or seed" in mine[0]
+
+
+def test_assume_takes_megatron_core_versions_and_line_names():
+    assert parse_assumed_package("megatron_core=0.17.1") == ("megatron_core", "0.17.1")
+    assert parse_assumed_package("megatron-core=main") == ("megatron_core", "main")
+    assert parse_assumed_package("megatron_core=seed") == ("megatron_core", "seed")
+    with pytest.raises(ValueError, match="is not a version"):
+        parse_assumed_package("megatron_core=latest")
+
+
+def test_lines_compare_in_release_order():
+    target = _target("0.17.1")
+    assert target.line_at_least("megatron_core", "0.16")
+    assert target.line_at_least("megatron_core", "0.17")
+    assert target.line_before("megatron_core", "0.18")
+    assert not target.line_before("megatron_core", "0.13")
+    with pytest.raises(ValueError, match="not a megatron_core line"):
+        target.line_at_least("megatron_core", "0.99")
+
+
+# -- where the version comes from --------------------------------------------------------------
+
+@pytest.fixture()
+def fresh_lookup(monkeypatch):
+    _releases.forget_local_megatron()
+    monkeypatch.delitem(sys.modules, "megatron.core", raising=False)
+    monkeypatch.delitem(sys.modules, "megatron.core.package_info", raising=False)
+    yield monkeypatch
+    _releases.forget_local_megatron()
+
+
+def _fake_megatron(site: Path, major: int, minor: int, patch: int) -> None:
+    core = site / "megatron" / "core"
+    core.mkdir(parents=True)
+    (site / "megatron" / "__init__.py").write_text("")
+    (core / "__init__.py").write_text("")
+    (core / "package_info.py").write_text(
+        f"MAJOR = {major}\nMINOR = {minor}\nPATCH = {patch}\nPRE_RELEASE = ''\n")
+
+
+def test_the_installed_distribution_says_the_version(fresh_lookup, tmp_path):
+    _fake_megatron(tmp_path, 0, 17, 1)
+    (tmp_path / "megatron_core-0.17.1.dist-info").mkdir()
+    fresh_lookup.setattr(sys, "path", [str(tmp_path), *sys.path])
+    target = TargetEnvironment()
+    assert target.release_line() == "0.17"
+    assert target.release_source() == "0.17 (megatron_core 0.17.1, installed megatron-core)"
+
+
+def test_a_source_checkout_is_read_from_its_package_info(fresh_lookup, tmp_path):
+    _fake_megatron(tmp_path, 0, 20, 0)  # Megatron-LM main says 0.20.0
+    fresh_lookup.setattr(sys, "path", [str(tmp_path), *sys.path])
+    choice = TargetEnvironment().line_choice()
+    assert (choice.line, choice.version) == ("main", "0.20.0")
+    assert choice.source == f"megatron.core's package_info in {tmp_path / 'megatron'}"
+
+
+def test_an_imported_megatron_core_says_its_version(fresh_lookup):
+    info = type(sys)("megatron.core.package_info")
+    info.__version__ = "0.15.2"
+    fresh_lookup.setitem(sys.modules, "megatron.core", type(sys)("megatron.core"))
+    fresh_lookup.setitem(sys.modules, "megatron.core.package_info", info)
+    assert TargetEnvironment().release_source() == (
+        "0.15 (megatron_core 0.15.2, imported megatron.core)")
+
+
+def test_a_stated_version_wins_and_nothing_known_is_the_newest(fresh_lookup, tmp_path):
+    _fake_megatron(tmp_path, 0, 17, 1)
+    (tmp_path / "megatron_core-0.17.1.dist-info").mkdir()
+    fresh_lookup.setattr(sys, "path", [str(tmp_path), *sys.path])
+    assert _target("0.19.2").release_line() == "0.19"
+    fresh_lookup.setattr(sys, "path", [p for p in sys.path if p != str(tmp_path)])
+    _releases.forget_local_megatron()
+    assert TargetEnvironment().release_source() == (
+        "seed (no megatron-core installed or stated: the newest, seed)")
+
+
+# -- each line's flag surface against its own parser --------------------------------------------
+
+def _measured(line: str) -> dict[str, dict]:
+    facts = [json.loads(row) for row in (DATA / f"{line}.jsonl").read_text().splitlines()]
+    return {fact["option_strings"][0]: fact for fact in facts
+            if fact["option_strings"][0] not in CONDITIONAL}
+
+
+def _facts_of(spec) -> dict:
+    takes_value = spec.action in ("store", "append")
+    return {"option_strings": list(spec.option_strings), "dest": spec.dest,
+            "action": spec.action, "default": encode(spec.default),
+            "choices": encode(list(spec.choices)) if spec.choices is not None else None,
+            "nargs": spec.nargs if takes_value else 0,
+            "const": encode(spec.const) if spec.action == "store_const" else None}
+
+
+def _expected(fact: dict) -> dict:
+    action = _ACTIONS[fact["action"]]
+    return {"option_strings": fact["option_strings"], "dest": fact["dest"], "action": action,
+            "default": fact["default"], "choices": fact["choices"],
+            "nargs": fact["nargs"] if action in ("store", "append") else 0,
+            "const": fact["const"] if action == "store_const" else None}
+
+
+@pytest.mark.parametrize("line", MEASURED_LINES)
+def test_each_line_has_exactly_its_releases_flags(line):
+    flags = {spec.primary: spec for spec in _table(line)
+             if spec.kind == "flag" and spec.plugin not in NOT_MEGATRON}
+    measured = _measured(line)
+    assert sorted(set(flags) - set(measured)) == [], "flags the release does not have"
+    assert sorted(set(measured) - set(flags)) == [], "flags of the release megaplug lacks"
+
+
+@pytest.mark.parametrize("line", MEASURED_LINES)
+def test_each_lines_flags_have_its_releases_facts(line):
+    flags = {spec.primary: spec for spec in _table(line) if spec.kind == "flag"}
+    differences = [(option, field, expected, _facts_of(flags[option])[field])
+                   for option, fact in _measured(line).items()
+                   for field, expected in _expected(fact).items()
+                   if _facts_of(flags[option])[field] != expected]
+    assert differences == []
+
+
+def test_the_newest_line_is_megaplugs_own_declaration():
+    seed = {spec.primary for spec in _table("seed") if spec.kind == "flag"}
+    main = set(_measured("main"))
+    seed_only = {line.strip() for line in (ROOT.parent / "shared" / "megatron" /
+                                            "seed_only_flags.txt").read_text().split()}
+    assert main <= seed
+    assert seed - main - {"--kitchen-attention-backend"} <= seed_only | {
+        spec.primary for spec in _table("seed") if spec.plugin in NOT_MEGATRON}
+
+
+# -- the settings a resolve hands on ------------------------------------------------------------
+
+def test_a_flag_the_target_lacks_is_unrecognized_and_says_where_it_exists():
+    with pytest.raises(ConfigError) as caught:
+        megaplug.resolve([*CORE, "--use-legacy-models"], target=_target("0.19.2"))
+    (problem,) = [p for p in caught.value.problems if "--use-legacy-models" in str(p)]
+    assert problem.message == "unrecognized argument --use-legacy-models in command line"
+    assert problem.hint == ("it exists only in megatron_core 0.13, 0.14, 0.15, 0.16, 0.17, "
+                            "not in the target's release")
+
+
+def test_a_flag_only_an_older_release_has_resolves_there():
+    resolved = megaplug.resolve([*CORE, "--use-legacy-models"], target=_target("0.15.3"))
+    assert resolved.use_legacy_models is True
+
+
+@pytest.mark.parametrize("line, missing, present", [
+    ("main", "original_max_position_embeddings", "moe_router_topk"),
+    ("0.19", "original_max_position_embeddings", "stream_ckpt_dequant"),
+    ("0.17", "stream_ckpt_dequant", "tokenizer_metadata"),
+])
+def test_the_result_holds_the_target_lines_settings(line, missing, present):
+    resolved = megaplug.resolve(CORE, target=_target(line))
+    assert missing not in resolved and present in resolved
+
+
+@pytest.mark.parametrize("line, dest, value", [
+    ("0.19", "muon_tp_mode", "blockwise"), ("seed", "muon_tp_mode", "duplicated"),
+    ("0.19", "rl_generation_lag", 0), ("0.15", "eval_interval", 1000),
+    ("seed", "eval_interval", None), ("0.17", "data_parallel_sharding_strategy", "no_shard"),
+])
+def test_defaults_are_the_target_lines(line, dest, value):
+    resolved = megaplug.resolve(CORE, target=_target(line))
+    assert resolved[dest] == value
+    assert resolved.source(dest).source == "default"
+
+
+def test_the_facade_hands_megatron_only_the_target_lines_keys():
+    from megaplug.megatron import parse_and_validate_args
+
+    args = parse_and_validate_args(argv=CORE, target=_target("main"), torch_types=False,
+                                   register=False, print_arguments=False)
+    assert not hasattr(args, "original_max_position_embeddings")  # a seed-only setting
+    seed = parse_and_validate_args(argv=CORE, target=_target("seed"), torch_types=False,
+                                   register=False, print_arguments=False)
+    assert seed.original_max_position_embeddings is None
+
+
+def test_the_cli_states_the_line_and_takes_assume_everywhere():
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "megaplug", *args], capture_output=True,
+                              text=True)
+
+    listed = run("list", "--assume", "megatron_core=0.15.2")
+    assert "target Megatron: 0.15 (megatron_core 0.15.2, as stated)" in listed.stdout
+    flags = run("flags", "legacy-models", "--assume", "megatron_core=0.15")
+    assert flags.stdout.startswith("[model] --use-legacy-models -> use_legacy_models")
+    assert run("flags", "legacy-models").stdout == ""  # the newest line has no such flag
+    schema = json.loads(run("schema", "--assume", "megatron_core=0.17.1").stdout)
+    assert "use_legacy_models" in json.dumps(schema)
+    explained = run("explain", "muon_tp_mode", "--assume", "megatron_core=0.19.2", "--", *CORE)
+    assert "megatron:  0.19 (megatron_core 0.19.2, as stated)" in explained.stdout
+    assert 'value:     "blockwise"' in explained.stdout
