@@ -13,11 +13,11 @@ from ._plugins import (ACTIVE, BLOCKED, BROKEN, UNAVAILABLE, PluginInfo, PluginR
                        PluginSet, describe_failure)
 from ._registry import FlagDeclarations, FlagTable, unresolved
 from ._rules import RuleStep, reference_problems
-from .sources._config_files import ConfigFileError, load_config_file, spelled_twice
+from .sources._config_files import ConfigFileError, load_config_file
 from .environment import TargetEnvironment
 from .environment._line_facts import fill_withheld, report_lines
 from .sources._command_line import NEGATIVE_NUMBER, Occurrence, split
-from .values._encoding import deep_copy, fresh
+from .values._encoding import fresh
 from .hookspecs import HOOKS, PHASES
 
 TYPE_CHECKING = False
@@ -55,10 +55,8 @@ class Kernel:
         #: Seconds per stage: "add_args", then "parse" and each phase of the latest resolve.
         self.timings: dict[str, float] = {}
         self._steps, self._superseded = self._collect_steps()
-        #: (plugin, phase) whose steps still hold a group of rules named by reference.
-        self._named_groups = {(name, phase) for name, phases in self._steps.items()
-                              for phase, steps in phases.items()
-                              if any(step.group is not None for step in steps)}
+        #: The rules of each group named by reference (``"module:NAME"``), once imported.
+        self._groups: dict[str, list[RuleStep]] = {}
         if snapshot:  # the table as a previous process declared it, while nothing changed
             from .cache._flag_table import declare_or_read
 
@@ -234,7 +232,6 @@ class Kernel:
         except ConfigFileError as exc:
             sink.add(Problem(str(exc), ("--config",), "check the path and the file's syntax"))
             return False
-        sink.problems += spelled_twice(data, f"config file {path}", self.table)
         for key, raw in data.items():
             spec = self.table.lookup(str(key))
             if spec is None:
@@ -346,10 +343,8 @@ class Kernel:
                               provenance: dict[str, Provenance], sink: ProblemSink) -> None:
         """Apply a caller's defaults (Megatron's ``args_defaults``) to parsed ``values``:
         they fill settings that are still None; a different given value wins, with a warning."""
-        sink.problems += spelled_twice(defaults, "the caller's defaults", self.table)
         for key, raw in defaults.items():
             value = self.convert(key, raw, source="caller-default")
-            key = spec.dest if (spec := self.table.lookup(key)) is not None else key
             current = values.get(key)
             if current is None:
                 _give(values, provenance, key, value, sink, "", "caller-default",
@@ -369,18 +364,12 @@ class Kernel:
         withheld = fill_withheld(self.table, draft._values, draft._provenance)
         for phase in PHASES:
             started = time.perf_counter()
-            object.__setattr__(draft, "phase", phase)
-            object.__setattr__(draft, "_read_only", phase == "validate")
-            # validate may only report: each step's mutable values are compared to a copy
-            snapshot = _mutable_snapshot(draft._values) if phase == "validate" else None
+            # validate may only report: mutable values are compared to a copy after each step
+            copies = draft.mutable_values() if phase == "validate" else None
             for record in order:
-                steps = self._steps[record.name][phase]
-                if (record.name, phase) in self._named_groups:
-                    steps = self._phase_steps(record, phase, draft, sink)
-                for step in steps:
-                    self._run(step, record, phase, draft, sink, snapshot)
+                for step in self._phase_steps(record, phase, draft, sink):
+                    self._run(step, record, phase, draft, sink, copies)
             self.timings[phase] = time.perf_counter() - started
-        sink.current_plugin = sink.current_rule = None
         if sink.doubtful:  # a problem about a setting a parse problem left in doubt
             sink.problems[parse_problems:] = [p for p in sink.problems[parse_problems:]
                                               if not self._knock_on(p, sink.doubtful)]
@@ -388,31 +377,30 @@ class Kernel:
             raise ConfigError(_first_of_each(sink.problems), sink.warnings)
         for dest in withheld:  # what the target's release line lacks is no part of the result
             draft._values.pop(dest, None), draft._provenance.pop(dest, None)
-        return Resolved(draft._values, draft._provenance, self.table, sink.warnings,
-                        [record.name for record in order])
+        return draft.resolved([record.name for record in order])
 
     def _phase_steps(self, record: PluginRecord, phase: str, draft: Draft,
-                     sink: ProblemSink) -> Iterable[RuleStep]:
-        """A plugin's steps of a phase, importing a group of rules named by reference (once per
-        process) when its condition holds: its rules share it, and nothing runs between them."""
-        steps = self._steps[record.name][phase]
-        if not any(step.group is not None for step in steps):
-            self._named_groups.discard((record.name, phase))  # all imported now
-        index = 0
-        while index < len(steps):
-            step = steps[index]
+                     sink: ProblemSink) -> list[RuleStep]:
+        """A plugin's steps of a phase, a group of rules named by reference standing for its
+        rules where its condition holds (imported once per process): they share it, and
+        nothing runs between them."""
+        steps: list[RuleStep] = []
+        for step in self._steps[record.name][phase]:
             if step.group is None:
-                yield step
+                steps.append(step)
             elif _may_apply(step, draft):
-                try:
-                    steps[index:index + 1] = step.rules()
-                    continue  # the group's first rule is at index now
-                except Exception as exc:
-                    sink.current_plugin, sink.current_rule = record.name, step.name
-                    sink.error(unresolved(record.name, f"the rules {step.group}",
-                                          str(step.group), exc),
-                               hint=f"reinstall the plugin, or block it with -p no:{record.name}")
-            index += 1
+                rules = self._groups.get(step.group)
+                if rules is None:
+                    try:
+                        rules = self._groups[step.group] = step.rules()
+                    except Exception as exc:  # noqa: BLE001  (load-time check reported it too)
+                        sink.error(unresolved(record.name, f"the rules {step.group}",
+                                              str(step.group), exc), plugin=record.name,
+                                   rule=step.name, hint=f"reinstall the plugin, or block it "
+                                   f"with -p no:{record.name}")
+                        continue
+                steps += rules
+        return steps
 
     def _knock_on(self, problem: Problem, doubtful: set[str]) -> bool:
         """Whether a plugin's problem involves a setting an earlier problem left in doubt."""
@@ -420,27 +408,30 @@ class Kernel:
         return any(spec is not None and spec.dest in doubtful for spec in specs)
 
     def _run(self, step: RuleStep, record: PluginRecord, phase: str, draft: Draft,
-             sink: ProblemSink, snapshot: dict[str, Any] | None) -> None:
-        """Run one hook or rule, blaming the plugin and rule for whatever goes wrong."""
-        sink.current_plugin, sink.current_rule = record.name, step.name
-        superseded = self._superseded.get(f"{record.name}.{step.name}", ())
+             sink: ProblemSink, copies: dict[str, Any] | None) -> None:
+        """Run one hook or rule on the draft as that rule sees it, blaming the plugin and
+        rule for whatever goes wrong (and undoing what it changed in place in validate)."""
+        name, rule = record.name, step.name
+        view = draft.for_rule(phase, name, rule)
+        superseded = self._superseded.get(f"{name}.{rule}", ())
         try:
-            if (step.when is None or step.when(draft)) and not any(
-                    when(draft) for when in superseded):
-                for problem in step.function(draft) or ():
-                    sink.add(problem)
+            if (step.when is None or step.when(view)) and not any(
+                    when(view) for when in superseded):
+                for problem in step.function(view) or ():
+                    sink.add(problem, name, rule)
         except ReadOnlyError as exc:
-            sink.error(str(exc), hint="move the change to a derive or normalize hook")
+            sink.error(str(exc), hint="move the change to a derive or normalize hook",
+                       plugin=name, rule=rule)
         except (Exception, SystemExit) as exc:
-            sink.error(f"plugin {record.name!r} ({record.where()}) raised {type(exc).__name__} "
-                       f"in {phase}{f' rule {step.name}' if step.name else ''}: {exc}",
-                       hint=f"this is a bug in the plugin; block it with -p no:{record.name}")
-        changed = sorted(k for k, v in (snapshot or {}).items() if draft._values.get(k) != v)
+            sink.error(f"plugin {name!r} ({record.where()}) raised {type(exc).__name__} "
+                       f"in {phase}{f' rule {rule}' if rule else ''}: {exc}",
+                       hint=f"this is a bug in the plugin; block it with -p no:{name}",
+                       plugin=name, rule=rule)
+        changed = view.undo_changes(copies) if copies else []
         if changed:
-            sink.error(f"plugin {record.name!r} changed {', '.join(changed)} in validate",
-                       flags=changed, hint="validate must only report problems")
-            for key in changed:
-                draft._values[key] = deep_copy(snapshot[key])  # type: ignore[index]
+            sink.error(f"plugin {name!r} changed {', '.join(changed)} in validate",
+                       flags=changed, hint="validate must only report problems", plugin=name,
+                       rule=rule)
 
 
 def _shown_unrecognized(sink: ProblemSink) -> bool:
@@ -479,10 +470,6 @@ def _give(values: dict[str, Any], provenance: dict[str, Provenance], setting: Fl
     values[dest] = value
     provenance[dest] = Provenance(source, detail, plugin if isinstance(setting, str)
                                   else setting.plugin, previous=provenance.get(dest), value=value)
-
-
-def _mutable_snapshot(values: dict[str, Any]) -> dict[str, Any]:
-    return {k: deep_copy(v) for k, v in values.items() if isinstance(v, (list, dict, set))}
 
 
 #: How a conversion problem names where the value came from.
