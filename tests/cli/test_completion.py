@@ -91,7 +91,8 @@ def test_bash_completes_commands_options_and_their_choices(scripts):
                           "megaplug resolve --format ", "megaplug list --", "megaplug completion ",
                           "megaplug flags --plugin mo")
     assert found == [
-        ["completion", "diff", "docs", "explain", "flags", "list", "resolve", "schema"],
+        ["completion", "diff", "docs", "explain", "flags", "list", "resolve", "schema",
+         "upgrade"],
         ["explain"], ["--format"], ["json", "yaml"],
         ["--help", "--json", "--no-autoload", "--order"], ["bash", "fish", "zsh"],
         ["model", "moe"],

@@ -1,10 +1,10 @@
 """megaplug's own command line, as argparse sees it: the commands, their options, exit codes.
 
 Exit codes: 0 success; 2 an invalid configuration or usage (every problem on stderr);
-1 an internal failure, or ``diff --exit-code`` finding differences; 120 when the output
-could not be written (a full disk, a closed stdout: said on stderr); 130 when interrupted
-(Ctrl-C); 141 when the reader of stdout went away (``megaplug flags | head``), as a tool
-stopped by SIGPIPE reports.
+1 an internal failure, ``diff --exit-code`` finding differences or ``upgrade`` finding
+changes; 120 when the output could not be written (a full disk, a closed stdout: said on
+stderr); 130 when interrupted (Ctrl-C); 141 when the reader of stdout went away
+(``megaplug flags | head``), as a tool stopped by SIGPIPE reports.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ EXIT_FLUSH_FAILED = 120  # the interpreter's own code when flushing stdout at ex
 EXIT_OUTPUT_FAILED = EXIT_FLUSH_FAILED  # however the write failed, the same answer
 EXIT_INTERRUPTED = 128 + 2  # 128 + SIGINT, what the shell reports for a tool stopped by Ctrl-C
 
-COMMANDS = ("list", "flags", "resolve", "explain", "diff", "schema", "completion", "docs")
+COMMANDS = ("list", "flags", "resolve", "explain", "diff", "upgrade", "schema", "completion",
+            "docs")
 
 _TRAINING_FLAGS_EPILOG = """\
 ARGS are the training flags, after `--`, exactly as a training script takes them:
@@ -60,7 +61,8 @@ def build_parser(completing: bool = False, only: str | None = None) -> argparse.
     adders: dict[str, Callable[[Any], None]] = {
         "list": _add_list, "flags": _add_flags, "resolve": _add_resolve,
         "explain": _add_explain, "diff": lambda c: _add_diff(c, with_sides=not completing),
-        "schema": _add_schema, "completion": _add_completion, "docs": _add_docs}
+        "upgrade": _add_upgrade, "schema": _add_schema, "completion": _add_completion,
+        "docs": _add_docs}
     for name, add in adders.items():
         if only is None or name == only:
             add(commands)
@@ -144,6 +146,31 @@ def _add_diff(commands: Any, with_sides: bool) -> None:
                       help="exit 1 when something differs (like git diff --exit-code)")
     _resolve_options(diff, config=False)
     _plugin_options(diff)
+
+
+def _add_upgrade(commands: Any) -> None:
+    """``megaplug upgrade`` (cli/_upgrade.py)."""
+    upgrade = _command(commands, "upgrade",
+                       "what changes for a launch moving from one Megatron release to another",
+                       usage="megaplug upgrade --from VERSION --to VERSION [SOURCE] [options] "
+                             "[--] [ARGS...]",
+                       epilog="The launch is ARGS (with any --config files) or SOURCE: a config "
+                              "file, a saved `megaplug resolve`\noutput or a checkpoint "
+                              "directory. Exit status: 1 when anything changes, 0 when nothing "
+                              "does.\n  megaplug upgrade --from 0.15.0 --to 0.19.2 -- "
+                              "--num-layers 24 ...")
+    upgrade.add_argument("source", nargs="?", metavar="SOURCE",
+                         help="a config file, saved resolve output or checkpoint directory")
+    upgrade.add_argument("--from", dest="from_version", required=True, metavar="VERSION",
+                         help="the megatron-core release the launch runs on now (e.g. 0.15.0)")
+    upgrade.add_argument("--to", dest="to_version", required=True, metavar="VERSION",
+                         help="the megatron-core release it moves to (e.g. 0.19.2, main)")
+    upgrade.add_argument("--format", choices=("text", "json"), default="text",
+                         help="output format (default: text)")
+    upgrade.add_argument("--rewrite", action="store_true",
+                         help="print the command line for the target release instead")
+    _resolve_options(upgrade)
+    _plugin_options(upgrade)
 
 
 def _add_schema(commands: Any) -> None:

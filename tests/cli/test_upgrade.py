@@ -1,0 +1,188 @@
+"""``megaplug upgrade``: what changes for one launch between two Megatron releases, on real
+differences between the releases' own parsers and validation."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+from cli_support import VALID, run
+
+#: No multi-storage client on the target, so MSC's opt-in check (0.18+) has a known answer.
+NO_MSC = ("--assume", "multistorageclient=none")
+
+
+def upgrade(capsys, old, new, *argv, options=()):
+    return run(capsys, "upgrade", "--from", old, "--to", new, *NO_MSC, *options, "--", *VALID,
+               *argv)
+
+
+def report(capsys, old, new, *argv):
+    code, out, err = upgrade(capsys, old, new, *argv, options=("--format", "json"))
+    return code, json.loads(out)
+
+
+def values(found):
+    return {entry["setting"]: entry for entry in found["values"]}
+
+
+def test_a_removed_flag_is_named_and_left_out_of_the_rewrite(capsys, clean_env):
+    code, out, err = upgrade(capsys, "0.15.0", "0.19.2", "--use-legacy-models")
+    assert code == 1, err
+    assert "flags of this launch that 0.19.2 removed or renamed:\n" \
+           "  --use-legacy-models: removed ([model] use_legacy_models)" in out
+    code, out, _ = upgrade(capsys, "0.15.0", "0.19.2", "--use-legacy-models",
+                           options=("--rewrite",))
+    assert code == 1
+    assert "--use-legacy-models" not in shlex.split(out)
+    assert shlex.split(out) == VALID
+
+
+def test_a_renamed_flag_gets_its_replacement(capsys, clean_env):
+    code, found = report(capsys, "0.16.1", "0.17.1", "--disable-ckpt-fully-parallel-save")
+    assert code == 1
+    assert found["flags"] == [{
+        "flag": "--disable-ckpt-fully-parallel-save", "setting": "ckpt_fully_parallel_save",
+        "plugin": "checkpointing", "change": "renamed",
+        "replacement": "--no-ckpt-fully-parallel-save"}]
+    code, out, _ = upgrade(capsys, "0.16.1", "0.17.1", "--disable-ckpt-fully-parallel-save",
+                           options=("--rewrite",))
+    assert shlex.split(out) == [*VALID, "--no-ckpt-fully-parallel-save"]
+
+
+@pytest.mark.parametrize("old,new,setting,before,after", [
+    ("0.15.0", "0.19.2", "eval_interval", 1000, None),
+    ("0.17.1", "0.19.2", "data_parallel_sharding_strategy", "no_shard", "optim_grads_params"),
+    ("0.19.0", "main", "muon_tp_mode", "blockwise", "duplicated"),
+    ("0.19.0", "main", "rl_generation_lag", 0, None),
+])
+def test_a_changed_default_shows_old_and_new_with_its_plugin(capsys, clean_env, old, new,
+                                                             setting, before, after):
+    code, found = report(capsys, old, new)
+    assert code == 1
+    entry = values(found)[setting]
+    assert entry["kind"] == "default"
+    assert (entry["from"]["value"], entry["to"]["value"]) == (before, after)
+    assert entry["to"]["provenance"] == f"declared default of {entry['plugin']}"
+
+
+def test_a_changed_default_in_text(capsys, clean_env):
+    code, out, _ = upgrade(capsys, "0.15.0", "0.19.2")
+    assert code == 1
+    assert "defaults that change:\n" in out
+    assert "  [logging] eval_interval: 1000 -> null\n      declared default of logging\n" in out
+
+
+def test_a_validation_the_target_adds_rejects_the_launch(capsys, clean_env):
+    flags = ("--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "te")
+    code, found = report(capsys, "0.17.1", "0.19.2", *flags)
+    assert code == 1
+    assert found["from"]["problems"] == []
+    assert [p["plugin"] for p in found["rejected"]] == ["training"]
+    assert "cross-entropy" in found["rejected"][0]["message"].lower()
+
+
+def test_a_validation_the_target_drops_is_a_change_too(capsys, clean_env):
+    flags = ("--optimizer", "muon", "--use-distributed-optimizer")
+    code, found = report(capsys, "0.17.1", "0.19.2", *flags)
+    assert code == 1
+    assert [p["message"] for p in found["from"]["problems"]] == [
+        "--optimizer muon does not support --use-distributed-optimizer in Megatron 0.17"]
+    assert found["rejected"] == []
+    layer_wise = [s for s in found["new_settings"]
+                  if s["setting"] == "use_layer_wise_distributed_optimizer"]
+    assert layer_wise and layer_wise[0]["value"] is True
+
+
+def test_derived_settings_that_appear_are_listed(capsys, clean_env):
+    code, found = report(capsys, "0.17.1", "0.18.2")
+    assert code == 1
+    appeared = {s["setting"]: s for s in found["new_settings"]}
+    assert appeared["use_layer_wise_distributed_optimizer"]["value"] is False
+
+
+def test_nothing_changes_within_a_release_line(capsys, clean_env):
+    code, out, err = upgrade(capsys, "0.19.0", "0.19.2")
+    assert code == 0, out + err
+    assert out.endswith("nothing changes for this launch from 0.19.0 to 0.19.2\n")
+    code, found = report(capsys, "0.19.0", "0.19.2")
+    assert code == 0
+    assert found["changes"] == 0
+
+
+def test_json_shape(capsys, clean_env):
+    code, found = report(capsys, "0.15.0", "0.19.2", "--use-legacy-models")
+    assert code == 1
+    assert set(found) == {"from", "to", "source", "flags", "values", "rejected",
+                          "new_warnings", "removed_settings", "new_settings", "changes"}
+    assert found["from"]["version"] == "0.15.0" and found["from"]["line"] == "0.15"
+    assert found["to"]["version"] == "0.19.2" and found["to"]["line"] == "0.19"
+    assert found["source"] == "command line"
+    assert found["changes"] == (len(found["flags"]) + len(found["values"])
+                                + len(found["rejected"]) + len(found["new_warnings"])
+                                + len([s for s in found["removed_settings"]
+                                       + found["new_settings"]
+                                       if not (s["provenance"] or "").startswith(
+                                           "declared default")]))
+    for entry in found["values"]:
+        assert set(entry) == {"setting", "plugin", "kind", "from", "to"}
+        assert entry["kind"] in ("default", "derived", "value")
+
+
+def test_the_rewrite_resolves_under_the_target(capsys, clean_env):
+    launch = ("--use-legacy-models", "--disable-ckpt-fully-parallel-save", "--eval-interval",
+              "500")
+    code, out, _ = upgrade(capsys, "0.15.0", "0.19.2", *launch, options=("--rewrite",))
+    assert code == 1
+    rewritten = shlex.split(out)
+    assert "--use-legacy-models" not in rewritten
+    assert rewritten[-2:] == ["--eval-interval", "500"]
+    code, _, err = run(capsys, "resolve", "--assume", "megatron_core=0.19.2", *NO_MSC, "--",
+                       *rewritten)
+    assert code == 0, err
+    code, _, _ = run(capsys, "resolve", "--assume", "megatron_core=0.19.2", *NO_MSC, "--",
+                     *VALID, *launch)
+    assert code == 2  # the launch as it was is not valid under the target
+
+
+def test_a_config_file_is_the_launch_too(capsys, clean_env, tmp_path):
+    config = tmp_path / "launch.yaml"
+    config.write_text("use_legacy_models: true\n")
+    code, out, err = run(capsys, "upgrade", "--from", "0.15.0", "--to", "0.19.2", *NO_MSC,
+                         "--format", "json", str(config), "--", *VALID)
+    assert code == 1, err
+    found = json.loads(out)
+    assert found["source"] == f"config file {config}"
+    removed = {s["setting"]: s for s in found["removed_settings"]}
+    assert removed["use_legacy_models"]["given"] is True
+
+
+def test_a_saved_resolve_output_is_the_launch_too(capsys, clean_env, tmp_path):
+    code, out, _ = run(capsys, "resolve", "--assume", "megatron_core=0.15.0", *NO_MSC, "--",
+                       *VALID, "--use-legacy-models")
+    assert code == 0
+    saved = tmp_path / "resolved.json"
+    saved.write_text(out)
+    code, out, err = run(capsys, "upgrade", "--from", "0.15.0", "--to", "0.19.2", *NO_MSC,
+                         "--format", "json", str(saved), "--", *VALID)
+    assert code == 1, err
+    found = json.loads(out)
+    assert found["source"] == f"saved resolve output {saved}"
+    assert [f["flag"] for f in found["flags"]] == ["--use-legacy-models"]
+
+
+@pytest.mark.parametrize("argv,message", [
+    (("--from", "0.9.0", "--to", "0.19.2", "--", *VALID), "older than megaplug supports"),
+    (("--from", "0.15.0", "--to", "banana", "--", *VALID), "is not a version"),
+    (("--to", "0.19.2", "--", *VALID), "--from"),
+    (("--from", "0.15.0", "--to", "0.19.2"), "which launch?"),
+    (("--from", "0.15.0", "--to", "0.19.2", "--assume", "megatron_core=0.17.0", "--", *VALID),
+     "leave it out of --assume"),
+])
+def test_usage_errors_exit_2(capsys, clean_env, argv, message):
+    code, out, err = run(capsys, "upgrade", *argv)
+    assert code == 2
+    assert message in err
+    assert out == ""
