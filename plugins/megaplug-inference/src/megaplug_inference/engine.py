@@ -50,5 +50,20 @@ def check_batch_split_threshold(config: Draft) -> None:
                      hint="use --cuda-graph-impl none, or set the threshold to -1")
 
 
+def check_flashinfer_sampling_installed(config: Draft) -> None:
+    """Megatron 0.18 imports flashinfer when it is the sampling backend, and refuses a job
+    without it (0.19 dropped the import; the sampler finds out at run time)."""
+    backend = "inference_dynamic_batching_sampling_backend"
+    env = config.env
+    if config.get(backend) != "flashinfer" or not env.line_at_least("megatron_core", "0.18") \
+            or env.line_at_least("megatron_core", "0.19"):
+        return
+    problem = env.requirement_problem("flashinfer")
+    if problem:
+        config.error(f"{config.spelling(backend)} flashinfer {problem}", flags=(backend,),
+                     hint=f"install flashinfer, or pass {config.spelling(backend)} torch")
+
+
 DERIVATIONS: tuple[Callable[[Draft], None], ...] = (derive_state_dtypes,)
-CHECKS: tuple[Callable[[Draft], None], ...] = (check_batch_split_threshold,)
+CHECKS: tuple[Callable[[Draft], None], ...] = (check_batch_split_threshold,
+                                               check_flashinfer_sampling_installed)

@@ -17,6 +17,9 @@ if TYPE_CHECKING:
 
 #: Optimizers whose distributed-optimizer state Megatron can gather with Gloo groups.
 GLOO_GATHERED_OPTIMIZERS = ("sgd", "adam")
+#: The first Megatron release line that saves synchronously without a persistent worker and
+#: skips the optimizer state of an evaluation-only run (docs/megatron-release-rules.md).
+SYNCHRONOUS_FALLBACK_LINE = "0.16"
 
 
 def check_main_params_need_no_load_optim(config: Draft) -> None:
@@ -68,7 +71,10 @@ def derive_use_dist_ckpt(config: Draft) -> None:
 
 
 def derive_async_save(config: Draft) -> None:
-    """Asynchronous distributed saves need the persistent worker; without it save synchronously."""
+    """Asynchronous distributed saves need the persistent worker; without it save synchronously
+    (from Megatron 0.16; older releases tried the asynchronous save anyway)."""
+    if config.env.line_before("megatron_core", SYNCHRONOUS_FALLBACK_LINE):
+        return
     if config.use_dist_ckpt and config.async_save and not config.use_persistent_ckpt_worker:
         config.warn("--async-save needs --use-persistent-ckpt-worker; saving synchronously",
                     flags=("async_save", "use_persistent_ckpt_worker"))
@@ -84,7 +90,9 @@ def derive_async_strategy(config: Draft) -> None:
 
 
 def derive_skip_train_no_load_optim(config: Draft) -> None:
-    """Evaluation-only runs have no use for the optimizer state."""
+    """Evaluation-only runs have no use for the optimizer state (from Megatron 0.16)."""
+    if config.env.line_before("megatron_core", SYNCHRONOUS_FALLBACK_LINE):
+        return
     if config.get("skip_train") and not config.no_load_optim:
         config.warn("--skip-train turns on --no-load-optim", flags=("no_load_optim",))
         config.set("no_load_optim", True, reason="training is skipped", inputs=("skip_train",))

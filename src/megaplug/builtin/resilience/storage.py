@@ -9,6 +9,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Callable
 
+#: The first Megatron release line where MSC is opt-in (``--enable-msc``, checked to be
+#: installed); before it MSC is on unless ``--disable-msc`` turns it off, and nothing checks
+#: the package.
+OPT_IN_LINE = "0.18"
+
 
 def apply_disable_msc(config: Draft) -> None:
     """The deprecated --disable-msc still wins over --enable-msc, as it always did."""
@@ -21,7 +26,12 @@ def apply_disable_msc(config: Draft) -> None:
 
 
 def check_msc_installed(config: Draft) -> None:
-    """--enable-msc needs the multistorageclient package on the target machine."""
+    """--enable-msc needs the multistorageclient package on the target machine; releases
+    before MSC became opt-in only say when --disable-msc turned it off."""
+    if config.env.line_before("megatron_core", OPT_IN_LINE):
+        if not config.enable_msc:
+            config.warn("the multi-storage client (MSC) is disabled", flags=("enable_msc",))
+        return
     if not config.enable_msc:
         return
     problem = config.env.requirement_problem("multistorageclient")

@@ -21,6 +21,15 @@ DETERMINISM_REQUIREMENTS: tuple[tuple[str, Any], ...] = (
 #: reduction order varies between runs).
 DETERMINISTIC_NCCL_ALGOS = ("Ring", "CollnetDirect", "CollnetChain", "^NVLS")
 
+#: Before Megatron 0.19 deterministic mode refused flash attention and cross-entropy fusion,
+#: and wanted NCCL_ALGO set to exactly one of these (Tree included).
+EARLY_DETERMINISM_LINE_END = "0.19"
+EARLY_DETERMINISM_REQUIREMENTS: tuple[tuple[str, Any], ...] = (
+    ("use_flash_attn", False),
+    ("cross_entropy_loss_fusion", False),
+)
+EARLY_DETERMINISTIC_NCCL_ALGOS = ("Tree", "Ring", "CollnetDirect", "CollnetChain", "^NVLS")
+
 #: Environment variables with a fixed set of deterministic values (unset is fine).
 DETERMINISTIC_ENV_VALUES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("NVTE_ALLOW_NONDETERMINISTIC_ALGO", ("0",)),
@@ -83,12 +92,25 @@ def derive_nan_check(config: Draft) -> None:
 
 
 def check_te_cross_entropy(config: Draft) -> None:
-    """Transformer Engine's fused cross entropy is stable only from TE 2.19 on."""
+    """Transformer Engine's fused cross entropy is stable only from TE 2.19 on. Megatron
+    refuses it outright from 0.18 through main (before 0.18 it takes it); the seed's newer
+    revision takes it with TE 2.19."""
     if not (config.cross_entropy_loss_fusion and config.cross_entropy_fusion_impl == "te"):
         return
-    if config.env.version_at_least("transformer_engine", "2.19.0"):
+    env = config.env
+    if env.line_before("megatron_core", "0.18"):
         return
-    found = config.env.package_version("transformer_engine") or "not installed"
+    if not env.line_at_least("megatron_core", "seed"):
+        config.error("Transformer Engine cross entropy loss fusion (--cross-entropy-fusion-impl "
+                     f"te) is disabled in Megatron {env.release_line('megatron_core')} due to "
+                     "stability issues",
+                     flags=("cross_entropy_fusion_impl", "cross_entropy_loss_fusion"),
+                     hint="use --cross-entropy-fusion-impl native, or drop "
+                          "--cross-entropy-loss-fusion")
+        return
+    if env.version_at_least("transformer_engine", "2.19.0"):
+        return
+    found = env.package_version("transformer_engine") or "not installed"
     # "Transformer Engine cross entropy loss fusion" is the phrase Megatron's message and its
     # tests use for this refusal
     config.error("Transformer Engine cross entropy loss fusion (--cross-entropy-fusion-impl te) "
@@ -103,7 +125,9 @@ def check_deterministic_mode(config: Draft) -> None:
     """Deterministic mode rules out kernels and overlaps whose results vary run to run."""
     if not config.deterministic_mode:
         return
-    violations = [(dest, wanted, config.get(dest)) for dest, wanted in DETERMINISM_REQUIREMENTS
+    early = config.env.line_before("megatron_core", EARLY_DETERMINISM_LINE_END)
+    required = EARLY_DETERMINISM_REQUIREMENTS if early else DETERMINISM_REQUIREMENTS
+    violations = [(dest, wanted, config.get(dest)) for dest, wanted in required
                   if config.get(dest, wanted) != wanted]
     if violations:
         listed = ", ".join(f"{dest}={wanted} (got {got})" for dest, wanted, got in violations)
@@ -112,7 +136,22 @@ def check_deterministic_mode(config: Draft) -> None:
                      flags=("deterministic_mode", *flags),
                      hint="turn off " + ", ".join(config.spelling(f) for f in flags)
                           + ", or drop --deterministic-mode")
-    check_deterministic_environment(config)
+    if early:
+        _check_early_nccl_algo(config)
+    else:
+        check_deterministic_environment(config)
+
+
+def _check_early_nccl_algo(config: Draft) -> None:
+    """Megatron before 0.19 needs NCCL_ALGO set, to one algorithm it lists."""
+    algo = config.env.getenv("NCCL_ALGO")
+    if algo not in EARLY_DETERMINISTIC_NCCL_ALGOS:
+        shown = "unset" if algo is None else f"{algo!r}"
+        config.error(f"--deterministic-mode needs NCCL_ALGO set to one of "
+                     f"{', '.join(EARLY_DETERMINISTIC_NCCL_ALGOS)} in Megatron "
+                     f"{config.env.release_line('megatron_core')} (it is {shown})",
+                     flags=("deterministic_mode", "NCCL_ALGO"),
+                     hint="export NCCL_ALGO=Ring, or drop --deterministic-mode")
 
 
 def check_deterministic_environment(config: Draft) -> None:

@@ -12,6 +12,9 @@ if TYPE_CHECKING:
 #: Optimizers Megatron has supported the longest; the others are "emerging".
 _CLASSIC_OPTIMIZERS = ("adam", "sgd")
 _EMERGING_CHECKPOINT_FORMATS = ("torch", "torch_dist")
+#: The first Megatron release line with the layer-wise distributed optimizer; the two before
+#: it (0.16, 0.17, the first with Muon) refuse Muon with the distributed optimizer.
+LAYER_WISE_LINE = "0.18"
 
 
 def normalize_retired_batch_size(config: Draft) -> None:
@@ -57,6 +60,9 @@ def derive_layer_wise_distribution(config: Draft) -> None:
     ``--use-distributed-optimizer`` with such an optimizer (and the retired ``dist_muon``)
     selects the layer-wise distributed optimizer in place of the element-wise one.
     """
+    if config.env.line_before("megatron_core", LAYER_WISE_LINE):
+        config.discard("use_layer_wise_distributed_optimizer")  # those releases never set it
+        return
     optimizer = config.optimizer
     distributed = bool(config.get("use_distributed_optimizer"))
     if optimizer in _CLASSIC_OPTIMIZERS or not (distributed or optimizer == "dist_muon"):
@@ -88,11 +94,31 @@ def check_emerging_optimizer(config: Draft) -> None:
     optimizer = config.optimizer
     if optimizer in _CLASSIC_OPTIMIZERS:
         return
+    if config.env.line_before("megatron_core", LAYER_WISE_LINE):
+        if "muon" not in optimizer:
+            return  # 0.17's lion: those releases check only the Muon family
+        _check_early_muon(config)
     ckpt_format = config.get("ckpt_format")
     if ckpt_format is not None and ckpt_format not in _EMERGING_CHECKPOINT_FORMATS:
         config.error(f"--optimizer {optimizer} supports only --ckpt-format torch or torch_dist "
                      f"(got {ckpt_format})", flags=("optimizer", "ckpt_format"),
                      hint="use --ckpt-format torch_dist")
+
+
+def _check_early_muon(config: Draft) -> None:
+    """Megatron 0.16 and 0.17 run Muon only with Megatron DDP's own optimizer: not the
+    distributed optimizer, not FSDP, and (0.17: only ``muon``, ``dist_muon`` overlaps) without
+    overlapped gradient reduction or parameter gathering."""
+    optimizer = config.optimizer
+    refused = ["use_distributed_optimizer", "use_torch_fsdp2", "use_megatron_fsdp"]
+    if optimizer == "muon" or config.env.line_before("megatron_core", "0.17"):
+        refused += ["overlap_grad_reduce", "overlap_param_gather"]
+    for dest in refused:
+        if config.get(dest):
+            config.error(f"--optimizer {optimizer} does not support {config.spelling(dest)} in "
+                         f"Megatron {config.env.release_line('megatron_core')}",
+                         flags=("optimizer", dest),
+                         hint="Megatron 0.18 and later shard it layer by layer")
 
 
 NORMALIZE: tuple[Callable[[Draft], None], ...] = (

@@ -1,0 +1,174 @@
+"""Built-in rules that differ between Megatron releases apply at the release lines they
+belong to and not at the others (docs/megatron-release-rules.md lists them).
+
+Each test resolves one configuration with the target's Megatron stated
+(``TargetEnvironment(packages={"megatron_core": VERSION})``) at every line on both sides of
+the difference.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from megaplug import TargetEnvironment
+from megaplug.testing import problems, resolve
+
+NO_MSC = {"multistorageclient": None}
+#: The pre-flight checks are Megatron main's model-building checks: not what these test.
+NO_PREFLIGHT = ("-p", "no:preflight")
+
+
+def target(version: str, environ: dict[str, str] | None = None,
+           **packages: str | None) -> TargetEnvironment:
+    return TargetEnvironment(packages={"megatron_core": version, **NO_MSC, **packages},
+                             device_capability=(9, 0), environ=environ or {})
+
+
+def resolve_at(version: str, *flags: str, **packages: str | None):
+    return resolve(*NO_PREFLIGHT, *flags, target=target(version, **packages))
+
+
+def messages(version: str, *flags: str, environ: dict[str, str] | None = None,
+             plugin: str | None = None, **packages: str | None) -> list[str]:
+    found = problems(*NO_PREFLIGHT, *flags, target=target(version, environ, **packages),
+                     environ=environ or {})
+    return [p.message for p in found if plugin is None or p.plugin == plugin]
+
+
+# -- resilience: MSC on by default before 0.18, opt-in and package-checked from 0.18 --------
+
+@pytest.mark.parametrize("version", ["0.13.1", "0.15.3", "0.17.1"])
+def test_msc_is_not_package_checked_before_0_18(version):
+    config = resolve_at(version)
+    assert config.enable_msc is True
+    assert not [w for w in config.warnings if "multi-storage" in w.message]
+
+
+@pytest.mark.parametrize("version", ["0.13.1", "0.17.1"])
+def test_disable_msc_is_said_before_0_18(version):
+    config = resolve_at(version, "--disable-msc")
+    assert config.enable_msc is False
+    assert [w.message for w in config.warnings if w.plugin == "resilience"] == [
+        "the multi-storage client (MSC) is disabled"]
+
+
+@pytest.mark.parametrize("version", ["0.18.2", "0.19.0", "main"])
+def test_enable_msc_needs_the_package_from_0_18(version):
+    assert messages(version, "--enable-msc", plugin="resilience") == [
+        "--enable-msc requires multistorageclient, not installed"]
+    assert resolve_at(version).enable_msc is False
+
+
+# -- training: the layer-wise distributed optimizer (0.18+), early Muon checks (0.16, 0.17) --
+
+@pytest.mark.parametrize("version", ["0.18.2", "0.19.0", "main"])
+def test_muon_with_distributed_optimizer_is_layer_wise_from_0_18(version):
+    config = resolve_at(version, "--optimizer", "muon", "--use-distributed-optimizer")
+    assert config.use_layer_wise_distributed_optimizer is True
+    assert config.use_distributed_optimizer is False
+
+
+@pytest.mark.parametrize("version", ["0.16.1", "0.17.1"])
+def test_muon_refuses_the_distributed_optimizer_in_0_16_and_0_17(version):
+    line = version.rsplit(".", 1)[0]
+    assert messages(version, "--optimizer", "muon", "--use-distributed-optimizer",
+                    plugin="training") == [
+        f"--optimizer muon does not support --use-distributed-optimizer in Megatron {line}"]
+
+
+@pytest.mark.parametrize("version", ["0.13.1", "0.16.1", "0.17.1"])
+def test_no_layer_wise_setting_before_0_18(version):
+    config = resolve_at(version)
+    assert "use_layer_wise_distributed_optimizer" not in config
+
+
+def test_dist_muon_overlap_allowed_in_0_17_refused_in_0_16():
+    flags = ("--optimizer", "dist_muon", "--overlap-grad-reduce")
+    assert messages("0.17.1", *flags, plugin="training") == []
+    assert messages("0.16.1", *flags, plugin="training") == [
+        "--optimizer dist_muon does not support --overlap-grad-reduce in Megatron 0.16"]
+
+
+def test_lion_has_no_muon_checks_in_0_17():
+    assert messages("0.17.1", "--optimizer", "lion", "--use-distributed-optimizer",
+                    plugin="training") == []
+
+
+# -- training: deterministic mode before 0.19 ----------------------------------------------
+
+@pytest.mark.parametrize("version", ["0.13.1", "0.18.2"])
+def test_deterministic_mode_needs_nccl_algo_before_0_19(version):
+    line = version.rsplit(".", 1)[0]
+    assert messages(version, "--deterministic-mode", plugin="training") == [
+        "--deterministic-mode needs NCCL_ALGO set to one of Tree, Ring, CollnetDirect, "
+        f"CollnetChain, ^NVLS in Megatron {line} (it is unset)"]
+    assert messages(version, "--deterministic-mode", environ={"NCCL_ALGO": "Tree"},
+                    plugin="training") == []
+
+
+@pytest.mark.parametrize("version", ["0.19.0", "main"])
+def test_deterministic_mode_from_0_19_takes_unset_nccl_algo_and_refuses_tree(version):
+    assert messages(version, "--deterministic-mode", plugin="training") == []
+    assert messages(version, "--deterministic-mode", environ={"NCCL_ALGO": "Tree"},
+                    plugin="training") == [
+        "NCCL_ALGO='Tree' is not a deterministic NCCL algorithm choice"]
+
+
+def test_deterministic_mode_refuses_flash_attention_before_0_19_only():
+    flags = ("--deterministic-mode", "--use-flash-attn")
+    assert messages("0.18.2", *flags, environ={"NCCL_ALGO": "Ring"}, plugin="training") == [
+        "--deterministic-mode requires: use_flash_attn=False (got True)"]
+    assert messages("0.19.0", *flags, plugin="training") == []
+
+
+# -- checkpointing: synchronous fallback and --skip-train's optimizer state (0.16+) ---------
+
+ASYNC = ("--async-save", "--ckpt-format", "torch_dist", "--save", "/tmp/ckpt",
+         "--save-interval", "10")
+
+
+@pytest.mark.parametrize("version", ["0.16.1", "0.19.0", "main"])
+def test_async_save_without_worker_is_synchronous_from_0_16(version):
+    config = resolve_at(version, *ASYNC)
+    assert config.async_save is False
+    assert config.source("async_save").source == "derived"
+
+
+@pytest.mark.parametrize("version", ["0.13.1", "0.15.3"])
+def test_async_save_without_worker_kept_before_0_16(version):
+    config = resolve_at(version, *ASYNC)
+    assert config.async_save is True
+    assert config.source("async_save").source == "command-line"
+
+
+@pytest.mark.parametrize("version,source", [("0.15.3", "default"), ("0.16.1", "derived"),
+                                            ("main", "derived")])
+def test_skip_train_skips_optimizer_state_from_0_16(version, source):
+    config = resolve_at(version, "--skip-train")
+    assert config.source("no_load_optim").source == source
+    assert bool(config.no_load_optim) is (source == "derived")
+
+
+# -- training: Transformer Engine's fused cross entropy -------------------------------------
+
+TE_CROSS_ENTROPY = ("--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "te")
+
+
+def test_te_cross_entropy_taken_before_0_18():
+    assert messages("0.17.1", *TE_CROSS_ENTROPY, plugin="training") == []
+
+
+@pytest.mark.parametrize("version,line", [("0.18.2", "0.18"), ("0.19.0", "0.19"),
+                                          ("main", "main")])
+def test_te_cross_entropy_refused_from_0_18_whatever_the_te(version, line):
+    assert messages(version, *TE_CROSS_ENTROPY, plugin="training",
+                    transformer_engine="2.19.0") == [
+        "Transformer Engine cross entropy loss fusion (--cross-entropy-fusion-impl te) is "
+        f"disabled in Megatron {line} due to stability issues"]
+
+
+def test_te_cross_entropy_taken_with_te_2_19_in_the_seed_line():
+    assert messages("seed", *TE_CROSS_ENTROPY, plugin="training",
+                    transformer_engine="2.19.0") == []
+    assert len(messages("seed", *TE_CROSS_ENTROPY, plugin="training",
+                        transformer_engine="2.18.0")) == 1
