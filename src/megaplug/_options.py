@@ -15,7 +15,7 @@ from ._errors import shorten
 from ._record import MutableRecord, Record
 from .values._options_class import MISSING, OptionsField, from_dataclass_field, build
 from .values._types import float_or_infinity, is_dtype
-from .values._nesting import MAX_NESTING, too_deep
+from .values._nesting import converted
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -178,11 +178,9 @@ class FlagSpec(MutableRecord):
             if not isinstance(raw, str):  # a loaded value: the one whose JSON form it is
                 from .values._loaded import from_loaded
 
-                return _not_too_deep(from_loaded(raw, self.type, self.choices))
-            return raw if self.type is None else _not_too_deep(self.type(raw))
-        except (TypeError, ValueError, ArgumentTypeError, OverflowError, RecursionError) as exc:
-            if isinstance(exc, RecursionError):  # the converter's own walk: too deep for it
-                exc = ValueError(f"nested too deeply (more than {MAX_NESTING} levels)")
+                return converted(from_loaded, raw, self.type, self.choices)
+            return raw if self.type is None else converted(self.type, raw)
+        except (TypeError, ValueError, ArgumentTypeError, OverflowError) as exc:
             detail = f" ({shorten(str(exc), _SHOWN_CHARS)})" if str(exc) else ""
             raise ValueError(f"invalid {self.type_name} value "
                              f"{shorten(repr(raw), _SHOWN_CHARS)}{detail}") from None
@@ -249,13 +247,6 @@ def _plain_value(raw: Any) -> Any:
                   or isinstance(item, enum.Enum) or is_dtype(item)):
             raise ValueError(f"expected a plain value, got {_shown(item)}")
     return raw
-
-
-def _not_too_deep(value: Any) -> Any:
-    """A converted value (a flag's JSON text) nesting no deeper than values may."""
-    if isinstance(value, (list, dict)) and too_deep(value):
-        raise ValueError(f"nested too deeply (more than {MAX_NESTING} levels)")
-    return value
 
 
 def _shown(raw: Any) -> str:

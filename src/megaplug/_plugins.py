@@ -12,6 +12,7 @@ from ._errors import PluginError, did_you_mean
 from ._record import FrozenRecord, MutableRecord
 from ._rules import Rules
 from ._version import __version__
+from .cache._entry_points import import_quietly, note_shadowed
 from .sources._selection import PluginSelection
 from .environment import TargetEnvironment
 
@@ -233,7 +234,9 @@ class PluginSet:
         if entry_point.name in self.selection.block:
             self._add(PluginRecord(entry_point.name, BLOCKED, source, _BLOCKED,
                                    loader=entry_point.load, **facts))
-        elif entry_point.name not in self.records:
+        elif entry_point.name in self.records:  # a built-in's name, or another distribution's
+            note_shadowed(self.selection.problems, entry_point, self.records[entry_point.name])
+        else:
             try:
                 module = entry_point.load()
             # a broken third-party plugin must not take megaplug down, nor may one that calls
@@ -251,7 +254,7 @@ class PluginSet:
                 loader = lambda: importlib.import_module(item)  # noqa: E731
                 return self._add(PluginRecord(name, BLOCKED, source, _BLOCKED, loader=loader))
             try:
-                item = importlib.import_module(item)
+                item = import_quietly(item)  # what it prints goes to stderr
             except (Exception, SystemExit) as exc:
                 return self._add(PluginRecord(name, BROKEN, source, f"import of {item} "
                                               f"failed: {describe_failure(exc)}"))

@@ -152,9 +152,9 @@ def not_too_deep(data: Any, where: str) -> Any:
 
 
 def _too_deep_message(where: str) -> str:
-    from ..values._nesting import MAX_NESTING
+    from ..values._nesting import TOO_DEEP
 
-    return f"{where} is nested too deeply (more than {MAX_NESTING} levels)"
+    return f"{where} is {TOO_DEEP}"
 
 
 class _TooLong(ValueError):

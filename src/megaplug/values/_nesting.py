@@ -11,7 +11,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Callable
 
 #: Levels of lists and mappings a value may have (no setting needs a tenth of it).
 MAX_NESTING = 100
@@ -36,3 +36,20 @@ def too_deep(value: Any, limit: int = MAX_NESTING) -> bool:
         stack.extend((child, depth + 1) for child in children
                      if isinstance(child, (list, tuple, dict)))
     return False
+
+
+#: Why a value too deep is refused, in every message that refuses one.
+TOO_DEEP = f"nested too deeply (more than {MAX_NESTING} levels)"
+
+
+def converted(convert: Callable[..., Any], *args: Any) -> Any:
+    """``convert(*args)`` -- a flag's converter on its text, or on a loaded value -- unless
+    the value nests too deep, or the converter's own walk over it recursed too deep:
+    then :class:`ValueError` (:data:`TOO_DEEP`)."""
+    try:
+        value = convert(*args)
+    except RecursionError:
+        raise ValueError(TOO_DEEP) from None
+    if isinstance(value, (list, dict)) and too_deep(value):
+        raise ValueError(TOO_DEEP)
+    return value
