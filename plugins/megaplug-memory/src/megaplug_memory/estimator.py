@@ -1,0 +1,416 @@
+"""Per-rank peak GPU memory of a Megatron training job, from its resolved arguments.
+
+Pure arithmetic on the values ``megaplug resolve`` prints (Megatron's names): no torch, no
+Megatron, a few microseconds a rank. Each part follows what Megatron allocates or what
+autograd keeps for backward in Megatron's code (main at d98e8a64dd):
+
+- **weights**: this pipeline stage's parameters, sharded by TP / EP / expert TP, in the
+  parameters' dtype; embeddings on the first stage, the output layer on the last (a copy of
+  the embedding there when tied and PP > 1); MTP layers on the last stage.
+- **gradients**: the DDP ``main_grad`` buffers (fp32 unless the gradients accumulate in bf16).
+- **optimizer**: Adam's fp32 main parameters and two moments (or the precision-aware
+  optimizer's dtypes), sharded over data-parallel ranks (expert data-parallel ranks for
+  expert parameters) by the distributed optimizer.
+- **activations**: what each layer keeps for backward per micro-batch (``layer_activations``),
+  times the micro-batches in flight on this stage of the pipeline schedule, minus what
+  recomputation drops.
+- **transient**: the largest short-lived buffers at the peak moment -- the logits and the
+  fp32 cross-entropy on the last stage, the attention backward on the unfused (local) path,
+  a recomputed layer.
+- **other**: the allocator's fragmentation and Megatron's own small buffers.
+
+The constants that are not sizes of tensors (``CALIBRATION``) were fitted on the measured
+corpus in ``tests/data/corpus.json`` (Megatron's pretrain_gpt.py on an H200, see the README).
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Mapping
+
+GIB = 1 << 30
+
+#: Fitted on the measured corpus (see the module docstring); each says what it stands for.
+CALIBRATION = {
+    # attention backward on the unfused path: softmax backward's output and its input's
+    # gradient beside the kept probabilities, in units of one s x s probability tensor
+    "local_attention_backward": 2.0,
+    # the same, when the core attention was recomputed (the probabilities come back too)
+    "recomputed_attention_backward": 4.0,
+    # tokens the local experts receive over the balanced share (the router is not balanced)
+    "moe_imbalance": 1.25,
+    # the same under the allgather dispatcher, where every rank of the EP group routes the
+    # same gathered tokens, so one skewed router decision lands on one rank's experts
+    "moe_imbalance_allgather": 2.5,
+    # bytes the allocator and Megatron's small buffers (rope tables, masks, bucket padding)
+    # add to what this model counts
+    "other_bytes": 0.5 * GIB,
+    # fraction of the device's memory a job can really allocate (CUDA context, NCCL)
+    "usable_fraction": 0.97,
+}
+
+_DTYPE_BYTES = {"torch.float32": 4, "torch.float16": 2, "torch.bfloat16": 2,
+                "torch.uint8": 1, "torch.float8_e4m3fn": 1, "fp32": 4, "bf16": 2, "fp16": 2,
+                "fp8": 1, "float32": 4, "bfloat16": 2, "float16": 2}
+
+
+def _bytes_of(dtype: Any, default: int) -> int:
+    return _DTYPE_BYTES.get(str(dtype), default) if dtype is not None else default
+
+
+def _int(values: Mapping[str, Any], name: str, default: int = 0) -> int:
+    value = values.get(name)
+    return default if value is None else int(value)
+
+
+class Job:
+    """The numbers the estimate needs, read once from resolved values."""
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        get = values.get
+        self.world = _int(values, "world_size", 1)
+        self.tp = _int(values, "tensor_model_parallel_size", 1)
+        self.pp = _int(values, "pipeline_model_parallel_size", 1)
+        self.cp = _int(values, "context_parallel_size", 1)
+        self.ep = _int(values, "expert_model_parallel_size", 1)
+        self.etp = _int(values, "expert_tensor_parallel_size", self.tp) or self.tp
+        self.dp = _int(values, "data_parallel_size", 0) or max(
+            1, self.world // (self.tp * self.pp * self.cp))
+        self.expert_dp = max(1, (self.dp * self.tp * self.cp) // (self.etp * self.ep))
+        self.vpp = _int(values, "virtual_pipeline_model_parallel_size", 1) or 1
+        self.sp = bool(get("sequence_parallel")) and self.tp > 1
+        self.layers = _int(values, "num_layers", 1)
+        self.hidden = _int(values, "hidden_size")
+        self.ffn = _int(values, "ffn_hidden_size", 4 * self.hidden)
+        self.heads = _int(values, "num_attention_heads", 1)
+        self.head_dim = _int(values, "kv_channels", 0) or self.hidden // self.heads
+        gqa = bool(get("group_query_attention"))
+        self.groups = _int(values, "num_query_groups", self.heads) if gqa else self.heads
+        self.seq = _int(values, "seq_length", 1)
+        self.micro_batch = _int(values, "micro_batch_size", 1)
+        global_batch = _int(values, "global_batch_size", 0) or self.micro_batch * self.dp
+        self.microbatches = max(1, global_batch // (self.micro_batch * self.dp))
+        divisible = _int(values, "make_vocab_size_divisible_by", 128) * self.tp
+        vocab = _int(values, "padded_vocab_size", 0) or _int(values, "vocab_size", 0)
+        self.vocab = -(-vocab // divisible) * divisible if vocab else 0
+        self.tied = not bool(get("untie_embeddings_and_output_weights"))
+        self.learned_positions = get("position_embedding_type") in (None, "learned_absolute")
+        self.max_positions = _int(values, "max_position_embeddings", self.seq)
+        self.swiglu = bool(get("swiglu"))
+        self.bias = bool(get("add_bias_linear", True))
+        self.qkv_bias = bool(get("add_qkv_bias")) or self.bias
+        self.layernorm = str(get("normalization") or "LayerNorm") == "LayerNorm"
+        self.attention_dropout = float(get("attention_dropout") or 0.0)
+        self.hidden_dropout = float(get("hidden_dropout") or 0.0)
+        self.half = bool(get("bf16")) or bool(get("fp16"))
+        self.param_bytes = 2 if self.half else 4
+        self.local = str(get("transformer_impl") or "transformer_engine") == "local"
+        self.softmax_fp32 = bool(get("attention_softmax_in_fp32"))
+        # Mixture of experts
+        self.experts = _int(values, "num_experts", 0)
+        self.expert_ffn = _int(values, "moe_ffn_hidden_size", 0) or self.ffn
+        self.shared_ffn = _int(values, "moe_shared_expert_intermediate_size", 0)
+        self.topk = _int(values, "moe_router_topk", 2)
+        self.capacity = get("moe_expert_capacity_factor")
+        self.dispatcher = str(get("moe_token_dispatcher_type") or "allgather")
+        self.moe_pattern = _moe_pattern(get("moe_layer_freq"), self.layers) if self.experts else []
+        # Multi-latent attention
+        self.mla = bool(get("multi_latent_attention"))
+        self.q_lora = _int(values, "q_lora_rank", 0)
+        self.kv_lora = _int(values, "kv_lora_rank", 512)
+        self.qk_head = _int(values, "qk_head_dim", 128)
+        self.qk_rope = _int(values, "qk_pos_emb_head_dim", 64)
+        self.v_head = _int(values, "v_head_dim", 128)
+        self.mtp = _int(values, "mtp_num_layers", 0)
+        # Recomputation
+        self.recompute = get("recompute_granularity")
+        self.recompute_method = get("recompute_method")
+        self.recompute_layers = _int(values, "recompute_num_layers", 1)
+        modules = get("recompute_modules")
+        self.recompute_modules = set(modules or ("core_attn",))
+        # Precision and the optimizer
+        self.distributed_optimizer = bool(get("use_distributed_optimizer"))
+        self.adam = str(get("optimizer") or "adam") == "adam"
+        in_bf16 = bool(get("grad_reduce_in_bf16")) or (
+            self.half and not get("accumulate_allreduce_grads_in_fp32", True))
+        self.grad_bytes = 2 if in_bf16 else _bytes_of(get("main_grads_dtype"), 4)
+        precision_aware = bool(get("use_precision_aware_optimizer"))
+        self.main_param_bytes = _bytes_of(get("main_params_dtype"), 4) if precision_aware else 4
+        moment = (_bytes_of(get("exp_avg_dtype"), 4) + _bytes_of(get("exp_avg_sq_dtype"), 4)
+                  if precision_aware else 8)
+        self.moment_bytes = moment if self.adam else 4  # SGD keeps one momentum buffer
+        self.first_stage_layers = _int(values, "decoder_first_pipeline_num_layers", 0)
+        self.last_stage_layers = _int(values, "decoder_last_pipeline_num_layers", 0)
+
+    # -- what a stage holds --------------------------------------------------------------
+
+    def stage_layers(self, stage: int) -> list[int]:
+        """The (global) indices of the transformer layers on pipeline stage ``stage``."""
+        counts = [self.layers // self.pp] * self.pp
+        first, last = self.first_stage_layers, self.last_stage_layers
+        if first or last:
+            middle = self.layers - first - last
+            inner = self.pp - (1 if first else 0) - (1 if last else 0)
+            counts = [middle // inner if inner else 0] * self.pp
+            if first:
+                counts[0] = first
+            if last:
+                counts[-1] = last
+        start = sum(counts[:stage])
+        return list(range(start, start + counts[stage]))
+
+    def is_moe(self, layer: int) -> bool:
+        return bool(self.moe_pattern) and bool(self.moe_pattern[layer])
+
+
+def _moe_pattern(frequency: Any, layers: int) -> list[int]:
+    """Megatron's --moe-layer-freq: an int N (every N-th layer) or a list of 0/1 per layer."""
+    if isinstance(frequency, (list, tuple)):
+        return [int(bool(x)) for x in frequency][:layers] + [0] * max(0, layers - len(frequency))
+    every = int(frequency or 1)
+    return [1 if i % every == 0 else 0 for i in range(layers)]
+
+
+# -- parameters -------------------------------------------------------------------------
+
+def attention_parameters(job: Job) -> int:
+    """One layer's attention parameters on one tensor-parallel rank (with its norm)."""
+    h, tp = job.hidden, job.tp
+    norm = 2 * h if job.layernorm else h
+    if job.mla:
+        q = (h * job.q_lora + job.q_lora + job.q_lora * job.heads * (job.qk_head + job.qk_rope)
+             // tp) if job.q_lora else h * job.heads * (job.qk_head + job.qk_rope) // tp
+        kv = (h * (job.kv_lora + job.qk_rope) + job.kv_lora
+              + job.kv_lora * job.heads * (job.qk_head + job.v_head) // tp)
+        return norm + q + kv + job.heads * job.v_head * h // tp
+    qkv_out = (job.heads + 2 * job.groups) * job.head_dim
+    qkv = h * qkv_out // tp + (qkv_out // tp if job.qkv_bias else 0)
+    proj = job.heads * job.head_dim * h // tp + (h if job.bias else 0)
+    return norm + qkv + proj
+
+
+def _mlp_parameters(h: int, ffn: int, swiglu: bool, bias: bool, split: int) -> int:
+    up = h * ffn * (2 if swiglu else 1) // split
+    return up + ffn * h // split + ((ffn * (2 if swiglu else 1)) // split + h if bias else 0)
+
+
+def layer_parameters(job: Job, layer: int) -> tuple[int, int]:
+    """(dense, expert) parameters of one layer on this rank."""
+    h = job.hidden
+    norm = 2 * h if job.layernorm else h
+    dense = attention_parameters(job) + norm
+    if not job.is_moe(layer):
+        return dense + _mlp_parameters(h, job.ffn, job.swiglu, job.bias, job.tp), 0
+    dense += h * job.experts  # the router, replicated
+    if job.shared_ffn:
+        dense += _mlp_parameters(h, job.shared_ffn, job.swiglu, False, job.tp)
+    local_experts = max(1, job.experts // job.ep)
+    expert = local_experts * _mlp_parameters(h, job.expert_ffn, job.swiglu, job.bias, job.etp)
+    return dense, expert
+
+
+def stage_parameters(job: Job, stage: int) -> tuple[int, int]:
+    """(dense, expert) parameters held by a rank of pipeline stage ``stage``."""
+    dense = expert = 0
+    for layer in job.stage_layers(stage):
+        d, e = layer_parameters(job, layer)
+        dense, expert = dense + d, expert + e
+    embedding = job.vocab * job.hidden // job.tp
+    first, last = stage == 0, stage == job.pp - 1
+    if first:
+        dense += embedding + (job.max_positions * job.hidden if job.learned_positions else 0)
+    if last:
+        dense += (2 * job.hidden if job.layernorm else job.hidden)  # the final norm
+        if not job.tied or job.pp > 1:
+            dense += embedding  # the output layer (a tied copy of the embedding when PP > 1)
+        for mtp in range(job.mtp):
+            d, e = layer_parameters(job, job.layers - 1)
+            dense += d + 2 * job.hidden * job.hidden // job.tp + 3 * job.hidden
+            expert += e
+    return dense, expert
+
+
+# -- activations --------------------------------------------------------------------------
+
+def _probabilities(job: Job) -> int:
+    """Bytes of one s x s attention-probability tensor of a micro-batch on this rank."""
+    seq = job.seq // job.cp
+    return 2 * job.micro_batch * (job.heads // job.tp) * seq * job.seq
+
+
+def layer_activations(job: Job, layer: int) -> int:
+    """Bytes one layer keeps for backward for one micro-batch, without recomputation
+    (selective recomputation's savings applied)."""
+    a = job.param_bytes
+    t = job.seq * job.micro_batch // job.cp
+    h, tp = job.hidden, job.tp
+    replicated = t * h // (tp if job.sp else 1)  # norms' inputs, residual-stream tensors
+    selective = job.recompute == "selective"
+    modules = job.recompute_modules if selective else set()
+    stats = 4 * t // (tp if job.sp else 1) * (2 if job.layernorm else 1)
+    # attention block: its norm's input and statistics, the QKV projection's input
+    total = a * replicated + stats
+    total += 0 if "layernorm" in modules else a * replicated
+    q = t * job.heads * job.head_dim // tp
+    kv = t * job.groups * job.head_dim // tp
+    if job.mla:
+        q = t * job.heads * (job.qk_head + job.qk_rope) // tp
+        kv = t * job.heads * (job.qk_head + job.v_head) // tp
+        total += a * t * (job.kv_lora + job.qk_rope + job.q_lora)  # the down-projections
+    if "core_attn" in modules:
+        total += a * (q + 2 * kv)  # the checkpoint keeps its inputs only
+    elif job.local and not job.mla:
+        # the unfused path expands K and V to every head, keeps the softmax's output (and
+        # a dropout mask and output), as DotProductAttention does
+        total += a * 3 * q
+        probability_elements = _probabilities(job) // 2
+        total += (a + (4 if job.softmax_fp32 else 0)) * probability_elements
+        if job.attention_dropout > 0:
+            total += (1 + a) * probability_elements
+    else:
+        # flash / cuDNN attention: Q, K, V, the output and the softmax statistics
+        total += a * (2 * q + 2 * kv) + 4 * job.micro_batch * (job.heads // tp) * t
+    total += a * t * job.heads * (job.v_head if job.mla else job.head_dim) // tp  # proj input
+    if job.hidden_dropout > 0:
+        total += 2 * replicated  # the two dropout masks of the bias-dropout-adds
+    # MLP block: its norm's input, the first projection's input
+    total += a * replicated + stats + (0 if "layernorm" in modules else a * replicated)
+    if not job.is_moe(layer):
+        if "mlp" in modules:
+            return total
+        return total + _mlp_activations(job, t, job.ffn, tp)
+    if "moe" in modules:
+        return total
+    routed = t // (tp if job.sp else 1)
+    total += 8 * routed * job.experts  # router scores and probabilities, fp32
+    imbalance = CALIBRATION["moe_imbalance_allgather" if job.dispatcher == "allgather" and job.ep > 1
+                            else "moe_imbalance"]
+    expert_tokens = routed * job.topk * imbalance
+    if job.capacity is not None:
+        expert_tokens = min(expert_tokens, routed * job.topk * float(job.capacity))
+    expert_tokens = int(expert_tokens)
+    total += a * expert_tokens * h * 2  # expert inputs and the outputs the combine keeps
+    if "moe_act" not in modules:
+        total += _mlp_activations(job, expert_tokens, job.expert_ffn, job.etp, inputs=False)
+    else:
+        total += a * expert_tokens * job.expert_ffn // job.etp
+    if job.dispatcher == "allgather":
+        total += 4 * routed * job.ep * job.experts // job.ep  # the gathered routing map
+    if job.shared_ffn and "shared_experts" not in modules:
+        total += _mlp_activations(job, t, job.shared_ffn, tp, inputs=False)
+    return total
+
+
+def _mlp_activations(job: Job, tokens: int, ffn: int, split: int, inputs: bool = False) -> int:
+    """An MLP's activation input (twice as wide under SwiGLU) and second projection's input."""
+    a = job.param_bytes
+    width = ffn // split
+    return a * tokens * width * (3 if job.swiglu else 2) + (a * tokens * job.hidden if inputs else 0)
+
+
+def layer_input(job: Job) -> int:
+    """Bytes of one layer's input (what full recomputation keeps per layer)."""
+    return job.param_bytes * job.seq * job.micro_batch // job.cp * job.hidden // (
+        job.tp if job.sp else 1)
+
+
+def in_flight(job: Job, stage: int) -> float:
+    """Micro-batches whose activations stage ``stage`` holds at once, in units of the whole
+    stage's layers (the interleaved schedule holds more chunks of fewer layers)."""
+    if job.pp == 1:
+        return 1.0
+    if job.vpp > 1:
+        chunks = (job.pp - stage - 1) * 2 + (job.vpp - 1) * job.pp + 1
+        return min(chunks, job.microbatches * job.vpp) / job.vpp
+    return float(min(job.pp - stage, job.microbatches))
+
+
+# -- the estimate ----------------------------------------------------------------------
+
+class RankEstimate:
+    """One rank's predicted peak and its parts, in bytes."""
+
+    def __init__(self, rank: int, stage: int, parts: dict[str, int]) -> None:
+        self.rank = rank
+        self.stage = stage
+        self.parts = parts
+
+    @property
+    def peak(self) -> int:
+        return sum(self.parts.values())
+
+    def biggest_part(self) -> str:
+        return max(self.parts, key=lambda name: self.parts[name])
+
+
+def stage_estimate(job: Job, stage: int) -> dict[str, int]:
+    """The parts of a rank of pipeline stage ``stage``: weights, gradients, optimizer,
+    activations, transient, other (bytes)."""
+    dense, expert = stage_parameters(job, stage)
+    params = dense + expert
+    weights = params * job.param_bytes
+    gradients = params * job.grad_bytes
+    state = job.main_param_bytes + job.moment_bytes
+    if not job.half:
+        state -= job.main_param_bytes  # fp32 training keeps no separate main copy
+    if job.distributed_optimizer:
+        optimizer = dense * state // job.dp + expert * state // job.expert_dp
+    else:
+        optimizer = params * state
+    layers = job.stage_layers(stage)
+    per_microbatch = [layer_activations(job, layer) for layer in layers]
+    flight = in_flight(job, stage)
+    full = job.recompute == "full"
+    if full:
+        recomputed = len(layers) if job.recompute_method == "uniform" else min(
+            len(layers), job.recompute_layers)
+        if job.recompute_method == "uniform":
+            kept = [layer_input(job)] * len(layers)
+        else:
+            kept = [layer_input(job)] * recomputed + per_microbatch[recomputed:]
+        activations = int(sum(kept) * flight)
+    else:
+        activations = int(sum(per_microbatch) * flight)
+    if stage == 0:
+        activations += int(flight * job.seq * job.micro_batch // job.cp * job.hidden
+                           // (job.tp if job.sp else 1) * (1 if job.hidden_dropout else 0))
+    # the peak moment: the loss on the last stage, or the backward of the newest layer
+    transient = 0
+    if layers and job.local and not job.mla:
+        key = "recomputed_attention_backward" if (
+            full or (job.recompute == "selective" and "core_attn" in job.recompute_modules)
+        ) else "local_attention_backward"
+        transient = int(CALIBRATION[key] * _probabilities(job))
+    if full and layers:
+        transient += max(per_microbatch)  # the layer being recomputed
+    if stage == job.pp - 1:
+        t = job.seq * job.micro_batch // job.cp
+        logits = (job.param_bytes + 4) * t * job.vocab // job.tp  # logits + fp32 softmax
+        logits += 2 * job.param_bytes * t * job.hidden  # final norm and output layer inputs
+        transient = max(transient, logits)
+    return {"weights": weights, "gradients": gradients, "optimizer": optimizer,
+            "activations": activations, "transient": transient,
+            "other": int(CALIBRATION["other_bytes"])}
+
+
+def stage_of(job: Job, rank: int) -> int:
+    """The pipeline stage of ``rank`` in Megatron's default order (tp-cp-ep-dp-pp)."""
+    return min(job.pp - 1, rank // max(1, job.world // job.pp))
+
+
+def estimate(values: Mapping[str, Any], rank: int | None = None) -> list[RankEstimate]:
+    """One estimate per pipeline stage (the ranks of a stage hold the same), or for
+    ``rank`` alone. The first rank of each stage stands for the stage."""
+    job = Job(values)
+    if rank is not None:
+        stage = stage_of(job, rank)
+        return [RankEstimate(rank, stage, stage_estimate(job, stage))]
+    per_stage = max(1, job.world // job.pp)
+    return [RankEstimate(stage * per_stage, stage, stage_estimate(job, stage))
+            for stage in range(job.pp)]
+
+
+def usable(device_memory: int) -> int:
+    """What a job can allocate on a device of ``device_memory`` bytes."""
+    return int(device_memory * CALIBRATION["usable_fraction"])
