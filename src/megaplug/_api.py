@@ -31,7 +31,7 @@ def load(argv: Sequence[str] = (), *, environ: Mapping[str, str] | None = None,
     repeated calls in one process discover and declare only once.
     """
     selection = PluginSelection.from_environment(environ)
-    rest = selection.take_from_argv(argv)
+    rest = selection.take_from_argv(command_line_tokens(argv, "argv"))
     lines = (target or TargetEnvironment(environ=environ)).release_lines()
     key = (tuple(lines.items()), tuple(selection.load), tuple(sorted(selection.block)),
            selection.autoload, tuple(selection.problems),
@@ -51,6 +51,23 @@ def load(argv: Sequence[str] = (), *, environ: Mapping[str, str] | None = None,
     return _KERNELS[key], rest
 
 
+def command_line_tokens(items: Any, name: str) -> list[str]:
+    """``items`` as a list of str, a path (``pathlib.Path``) as its text; a single string,
+    or an item that is neither text nor a path, is a ``TypeError`` naming it."""
+    if isinstance(items, (str, bytes)):
+        raise TypeError(f"{name} must be a list of str, not one {type(items).__name__} "
+                        f"({items[:40]!r}); split it first (shlex.split)")
+    tokens = []
+    for index, item in enumerate(items):
+        if isinstance(item, os.PathLike):
+            item = os.fspath(item)
+        if not isinstance(item, str):
+            raise TypeError(f"{name}[{index}] is {item!r}, a {type(item).__name__}; every "
+                            "item must be a str (or a path): write numbers as text")
+        tokens.append(item)
+    return tokens
+
+
 def resolve(argv: Sequence[str] | None = None, *, config_files: Sequence[str] = (),
             defaults: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None,
             target: TargetEnvironment | None = None, plugins: Sequence[object] = (),
@@ -65,7 +82,8 @@ def resolve(argv: Sequence[str] | None = None, *, config_files: Sequence[str] = 
     """
     import sys
 
-    tokens = list(sys.argv[1:] if argv is None else argv)
+    tokens = command_line_tokens(sys.argv[1:] if argv is None else argv, "argv")
+    config_files = command_line_tokens(config_files, "config_files")
     kernel, rest = load(tokens, environ=environ, plugins=plugins, target=target)
     files, rest = take_config_files(rest)
     return kernel.resolve(rest[1:] if rest[:1] == ["--"] else rest,

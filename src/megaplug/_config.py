@@ -264,6 +264,25 @@ class Resolved(_Settings):
     def __repr__(self) -> str:
         return f"<Resolved {len(self._values)} settings from {len(self.plugins)} plugins>"
 
+    def __copy__(self) -> Resolved:
+        return self  # read-only: a copy would be the same
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Resolved:
+        from .values._encoding import deep_copy
+
+        return Resolved({name: deep_copy(value) for name, value in self._values.items()},
+                        self._provenance, self._table, list(self.warnings), list(self.plugins))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled by value: values, provenance, warnings and plugins; of the flag table (its
+        parsers are code) only the options classes :meth:`options` names, by reference."""
+        table = FlagTable()
+        for plugin, found in (self._table.options_classes if self._table else {}).items():
+            table.options_classes[plugin] = found if isinstance(found, str) else \
+                f"{found.__module__}:{found.__qualname__}"
+        return Resolved, (dict(self._values), dict(self._provenance), table,
+                          list(self.warnings), list(self.plugins))
+
     def source(self, name: str) -> Provenance:
         """How ``name`` got its value."""
         return self._provenance[name]

@@ -61,6 +61,22 @@ class FrozenRecord(Record):
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable; cannot delete {name!r}")
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickled and copied by field: the default restores each field through the
+        # __setattr__ that refuses it
+        fields = {name: getattr(self, name) for klass in type(self).__mro__
+                  for name in klass.__dict__.get("__slots__", ())}
+        return _restored, (type(self), fields)
+
+
+def _restored(cls: type, fields: dict[str, Any]) -> Any:
+    """A frozen record made again from its fields (what :meth:`FrozenRecord.__reduce__`
+    pickles)."""
+    record = cls.__new__(cls)
+    for name, value in fields.items():
+        object.__setattr__(record, name, value)
+    return record
+
 
 class MutableRecord(Record):
     """A record that may change; unhashable, like a dataclass with ``eq``."""
