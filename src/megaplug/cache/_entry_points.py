@@ -267,19 +267,35 @@ def _unreadable_entry(path: str, reason: str) -> EntryPointInfo:
 
 def _read_text(path: str) -> str | None:
     """A metadata file's text (bytes that are not UTF-8 kept as surrogate escapes: a
-    section megaplug does not read may be in any encoding); ``None`` if it is absent.
-    Never blocks: a FIFO, a device or a huge file is :class:`_Unreadable`."""
-    from ..sources._files import UntrustedInputError, read_regular_file
+    section megaplug does not read may be in any encoding); ``None`` if it is absent, a
+    directory or not readable by this user (importlib.metadata finds nothing there either).
+    Never blocks: a FIFO, a device or a huge file is :class:`_Unreadable`. Plain ``os``
+    calls: every cached entry point's file is read again in each process."""
+    import stat
 
-    if not os.path.exists(path) or os.path.isdir(path):
-        return None  # absent (a dangling link too), or a directory: no entry points
     try:
-        data = read_regular_file(path, "metadata file", _MAX_METADATA_BYTES)
-    except UntrustedInputError as error:
-        if not os.access(path, os.R_OK):
-            return None  # unreadable by this user, as importlib.metadata finds nothing
-        raise _Unreadable(str(error)) from None
-    return data.decode("utf-8-sig", "surrogateescape")
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+                             | getattr(os, "O_NOCTTY", 0))
+    except (FileNotFoundError, NotADirectoryError, PermissionError, IsADirectoryError):
+        return None
+    except (OSError, ValueError) as error:
+        raise _Unreadable(f"{path}: {error}") from None
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if stat.S_ISDIR(mode):
+            return None
+        if not stat.S_ISREG(mode):
+            raise _Unreadable(f"{path} is not a regular file")
+        chunks: list[bytes] = []
+        while chunk := os.read(descriptor, _MAX_METADATA_BYTES + 1):
+            chunks.append(chunk)
+            if sum(map(len, chunks)) > _MAX_METADATA_BYTES:
+                raise _Unreadable(f"{path} holds more than {_MAX_METADATA_BYTES} bytes")
+    except OSError as error:
+        raise _Unreadable(f"{path}: {error}") from None
+    finally:
+        os.close(descriptor)
+    return b"".join(chunks).decode("utf-8-sig", "surrogateescape")
 
 
 _MEMO: list[EntryPointInfo] | None = None
