@@ -59,7 +59,8 @@ def test_a_value_that_is_neither_is_an_error_naming_the_variable(name, value):
 def test_any_value_is_yes_no_default_or_refused(value):
     word = value.strip().lower()
     try:
-        answer = switch("MEGAPLUG_NO_CACHE", None, {"MEGAPLUG_NO_CACHE": value})  # type: ignore[arg-type]
+        answer = switch("MEGAPLUG_NO_CACHE", None,  # type: ignore[arg-type]  (None: unset)
+                        {"MEGAPLUG_NO_CACHE": value})
     except SwitchError:
         assert word not in {"", "1", "true", "yes", "on", "0", "false", "no", "off"}
         return
@@ -152,3 +153,15 @@ def test_an_odd_home_turns_the_cache_off_rather_than_writing_beside_it(home, tmp
     assert result.returncode == 0, result.stderr
     assert list(tmp_path.iterdir()) == []
     assert not Path("/.cache/megaplug").exists()
+
+
+@pytest.mark.parametrize(("value", "under_switch", "expected"), [
+    (None, False, False), ("", False, False), ("  ", True, True), ("0", True, False),
+    ("no", True, False), ("1", False, True), ("on", False, True), ("maybe", False, False)])
+def test_the_facade_reads_the_preflight_switch_with_the_one_reader(value, under_switch,
+                                                                   expected, monkeypatch):
+    from megaplug.megatron import _facade
+
+    monkeypatch.setattr(_facade, "UNDER_SWITCH", under_switch)
+    environ = {} if value is None else {"MEGAPLUG_PREFLIGHT": value}
+    assert _facade.preflight_on(environ) is expected

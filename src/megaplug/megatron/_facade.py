@@ -292,9 +292,8 @@ def _print_warnings(args: argparse.Namespace, warnings: Sequence[Problem]) -> No
             print(f"WARNING: {warning}", file=sys.stderr)
 
 
-#: The pre-flight plugin's environment switch, and the values that turn it off.
+#: The pre-flight plugin's environment switch (read by sources._switches, as every yes/no one is).
 PREFLIGHT_SWITCH = "MEGAPLUG_PREFLIGHT"
-_OFF = frozenset({"0", "false", "no", "off"})
 
 
 #: Set by the switch (``python -m megaplug.megatron``): megaplug runs inside the training
@@ -310,10 +309,12 @@ def preflight_on(env: Mapping[str, str], preflight: bool | None = None) -> bool:
     says; else on under the switch and off for the Python API (Megatron's acceptance)."""
     if preflight is not None:
         return preflight
-    value = env.get(PREFLIGHT_SWITCH)
-    if value is None:
+    from ..sources._switches import SwitchError, switch
+
+    try:  # empty is unset; a value neither yes nor no is reported by the plugin selection
+        return switch(PREFLIGHT_SWITCH, UNDER_SWITCH, env)
+    except SwitchError:
         return UNDER_SWITCH
-    return value.strip().lower() not in _OFF
 
 
 def in_training_process(env: Mapping[str, str]) -> bool:
