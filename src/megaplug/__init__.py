@@ -29,7 +29,7 @@ _MODULES = {
     "._rules": ("Rules",),
     ".hookspecs": ("hookimpl",),
     ".environment": ("TargetEnvironment",),
-    ".values._patterns": ("PatternError", "parse_pattern"),
+    ".values._patterns": ("PatternError", "layer_frequency", "layer_pattern", "parse_pattern"),
     ".values._types": ("TorchDType", "float_or_infinity"),
     ".values._numbers": ("divisors", "spoken"),
 }
@@ -41,8 +41,8 @@ __all__ = [
     "Computed", "ConfigError", "Draft", "Flag", "FlagDeclarations", "FromEnv", "Kernel",
     "PatternError", "PluginError", "PluginInfo", "Problem", "Provenance", "Requirement",
     "Resolved", "Rules", "TargetEnvironment", "TorchDType", "__version__", "divisors",
-    "enum_by_name", "float_or_infinity", "hookimpl", "load", "options", "parse_pattern",
-    "resolve", "spoken",
+    "enum_by_name", "float_or_infinity", "hookimpl", "layer_frequency", "layer_pattern", "load",
+    "options", "parse_pattern", "resolve", "spoken",
 ]
 
 
@@ -70,6 +70,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from ._rules import Rules
     from .hookspecs import hookimpl
     from .environment import TargetEnvironment
-    from .values._patterns import PatternError, parse_pattern
+    from .values._patterns import PatternError, layer_frequency, layer_pattern, parse_pattern
     from .values._numbers import divisors, spoken
     from .values._types import TorchDType, float_or_infinity

@@ -2,65 +2,48 @@
 argparse ``type=`` functions for layer patterns, and the heterogeneous-config check.
 
 Megatron evaluates pattern strings with ``eval`` after a character filter; these parse the
-same grammar (digits, ``[ ]``, ``( )``, ``,``, ``+``, ``*``) with megaplug's pattern parser,
-so a hostile pattern cannot run code or exhaust memory.
+same grammar (digits, ``[ ]``, ``( )``, ``,``, ``+``, ``*``) with megaplug's one layer-pattern
+parser (``values._patterns``, shared with the built-ins and plugins), so a hostile pattern
+cannot run code or exhaust memory.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from ..values._patterns import parse_pattern
+from ..values._patterns import int_tuple, layer_frequency, layer_pattern
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 
-def _int_or_pattern(text: Any, *, allow_none: bool) -> Any:
-    if (text is None and allow_none) or (isinstance(text, int) and not isinstance(text, bool)):
-        return text
-    if not isinstance(text, str):
-        raise TypeError(f"expected a string, got {type(text).__name__}")
-    if "[" in text:
-        return parse_pattern(text)
-    return int(text)
-
-
 def moe_freq_type(x: Any) -> Any:
     """MoE layer frequency: ``N`` (one expert layer in every N) or a per-layer list
     expression such as ``"([1]*3+[0])*2"`` (1 = expert layer)."""
-    return _int_or_pattern(x, allow_none=False)
+    return layer_frequency(x)
 
 
 def no_rope_freq_type(x: Any) -> Any:
     """Layers that skip RoPE: ``N`` (every N-th layer) or a per-layer list expression
     (1 = RoPE skipped); None stays None."""
-    return _int_or_pattern(x, allow_none=True)
+    return None if x is None else layer_frequency(x)
 
 
 def la_freq_type(x: Any) -> Any:
     """Linear-attention frequency: ``N`` ((N-1) linear-attention layers per SDPA layer) or a
     per-layer list expression (1 = linear attention); None stays None."""
-    return _int_or_pattern(x, allow_none=True)
+    return None if x is None else layer_frequency(x)
 
 
 def compress_ratios_type(x: Any) -> Any:
     """Per-layer compression ratios for compressed sparse attention: a list expression."""
-    if isinstance(x, list):
-        return x
-    if not isinstance(x, str):
-        raise TypeError(f"expected a string, got {type(x).__name__}")
-    return parse_pattern(x)
+    return layer_pattern(x)
 
 
 def tuple_type(x: Any) -> Any:
     """``"1,2,3"`` or ``"(1,2,3)"`` -> ``(1, 2, 3)``; a tuple or None stays as it is."""
-    if x is None or isinstance(x, tuple):
-        return x
-    if not isinstance(x, str):
-        raise TypeError(f"expected a string, got {type(x).__name__}")
-    return tuple(int(item) for item in x.strip("()").split(","))
+    return None if x is None else int_tuple(x)
 
 
 def validate_model_config_args_from_heterogeneous_config(args: argparse.Namespace) -> None:

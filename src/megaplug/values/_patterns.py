@@ -105,3 +105,46 @@ def _checked(value: Value, text: str) -> Value:
 def _check_length(length: int, text: str) -> None:
     if length > MAX_LENGTH:
         raise PatternError(f"pattern {text!r} expands to {length} entries (limit {MAX_LENGTH})")
+
+
+#: What Megatron's ``_eval_pattern`` refuses before it evaluates a pattern.
+_NOT_PATTERN = r"[^,\d\[\]\(\)\+\*]"
+
+
+def layer_pattern(text: str | list[int]) -> Value:
+    """A per-layer pattern as Megatron's layer-pattern flags take it (``'([1]*3+[0])*2'``):
+    only digits, commas, ``[ ]``, ``( )``, ``+`` and ``*`` (Megatron's character check), then
+    :func:`parse_pattern`; a list (a config file's value) as it is."""
+    if isinstance(text, list):
+        return text
+    bad = re.search(_NOT_PATTERN, text)
+    if bad is not None:
+        raise PatternError(f"invalid pattern {text!r}: character {bad.group()!r} is not allowed "
+                           "(use digits, commas, [ ], ( ), + and *)")
+    return parse_pattern(text)
+
+
+def layer_frequency(value: str | int | list[int]) -> Value:
+    """A layer frequency as Megatron's ``moe_freq_type``, ``no_rope_freq_type`` and
+    ``la_freq_type`` take it: an integer N (``4`` or ``'4'``), or, with a ``[``, a per-layer
+    :func:`layer_pattern`; an int or a list (a config file's value) as it is."""
+    if isinstance(value, list) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    if "[" in value:
+        return layer_pattern(value)
+    try:
+        return int(value)
+    except ValueError:
+        raise PatternError("expected an integer or a list pattern such as '([1]*3+[0]*1)*3', "
+                           f"got {value!r}") from None
+
+
+def int_tuple(text: str | tuple[int, ...]) -> tuple[int, ...]:
+    """``'1,2'`` or ``'(1,2)'`` as a tuple of ints (Megatron's ``tuple_type``); a tuple as it
+    is."""
+    if isinstance(text, tuple):
+        return text
+    try:
+        return tuple(int(part) for part in text.strip("()").split(","))
+    except ValueError:
+        raise ValueError(f"expected comma-separated integers such as 128,0, got {text!r}") from None
