@@ -12,21 +12,17 @@ from __future__ import annotations
 
 from megaplug import PluginInfo, Rules
 
-
-def _named(*references: str) -> tuple[str, ...]:
-    """Rule tables of this package's modules (``"module:TABLE"``), named for the kernel."""
-    return tuple(f"{__name__}.{reference}" for reference in references)
-
-
 #: Each phase's rules, named by the module that holds them (imported when the phase first
 #: runs, so listing or documenting the plugin imports none), in the order they run.
 rules = Rules(
     # the split and sequence length every other plugin reads
-    normalize=_named("paths:NORMALIZE_SPLIT", "sequences:NORMALIZE", "paths:NORMALIZE_PHASES"),
-    derive=_named("packing:DERIVE"),
+    normalize=(f"{__name__}.paths:NORMALIZE_SPLIT", f"{__name__}.sequences:NORMALIZE",
+               f"{__name__}.paths:NORMALIZE_PHASES"),
+    derive=(f"{__name__}.packing:DERIVE",),
     # in the order Megatron's validate_args makes them
-    validate=_named("paths:VALIDATE", "sequences:VALIDATE", "packing:VALIDATE",
-                    "paths:VALIDATE_SOURCES", "fim:VALIDATE", "tokenizer:VALIDATE"),
+    validate=(f"{__name__}.paths:VALIDATE", f"{__name__}.sequences:VALIDATE",
+              f"{__name__}.packing:VALIDATE", f"{__name__}.paths:VALIDATE_SOURCES",
+              f"{__name__}.fim:VALIDATE", f"{__name__}.tokenizer:VALIDATE"),
 )
 
 megaplug_plugin = PluginInfo(

@@ -10,21 +10,19 @@ from __future__ import annotations
 
 from megaplug import PluginInfo, Rules
 
-
-def _named(*references: str) -> tuple[str, ...]:
-    """Rule tables of this package's modules (``"module:TABLE"``), named for the kernel."""
-    return tuple(f"{__name__}.{reference}" for reference in references)
-
-
 #: Each phase's rules, named by the module that holds them (imported when the phase first
 #: runs, so listing or documenting the plugin imports none), in the order they run.
 rules = Rules(
     # retired flags become their replacements, and CUDA graph modules become enum members
-    normalize=_named("optimizer:NORMALIZE", "recompute:NORMALIZE", "cuda_graphs:NORMALIZE"),
-    derive=_named("batch:DERIVE", "kernels:DERIVE", "schedule:DERIVE", "kernels:DERIVE_FUSIONS",
-                  "optimizer:DERIVE", "recompute:DERIVE", "cuda_graphs:DERIVE"),
-    validate=_named("batch:VALIDATE", "schedule:VALIDATE", "recompute:VALIDATE",
-                    "kernels:VALIDATE", "optimizer:VALIDATE", "cuda_graphs:VALIDATE"),
+    normalize=(f"{__name__}.optimizer:NORMALIZE", f"{__name__}.recompute:NORMALIZE",
+               f"{__name__}.cuda_graphs:NORMALIZE"),
+    derive=(f"{__name__}.batch:DERIVE", f"{__name__}.kernels:DERIVE",
+            f"{__name__}.schedule:DERIVE", f"{__name__}.kernels:DERIVE_FUSIONS",
+            f"{__name__}.optimizer:DERIVE", f"{__name__}.recompute:DERIVE",
+            f"{__name__}.cuda_graphs:DERIVE"),
+    validate=(f"{__name__}.batch:VALIDATE", f"{__name__}.schedule:VALIDATE",
+              f"{__name__}.recompute:VALIDATE", f"{__name__}.kernels:VALIDATE",
+              f"{__name__}.optimizer:VALIDATE", f"{__name__}.cuda_graphs:VALIDATE"),
 )
 
 megaplug_plugin = PluginInfo(
