@@ -7,10 +7,17 @@
 #
 #   MEGATRON_LM=/path/to/Megatron-LM [PYTHON=python3] [ITERS=50] [OUT=DIR] [CKPT_DIR=DIR] \
 #       [RUN_TIMEOUT=SECONDS] [NPROC=1] [LAYOUT="--tensor-model-parallel-size 2"] \
-#       [RESUME_CHECK=1] bash scripts/gpu-check.sh
+#       [RESUME_CHECK=1] [ROPE_CHECK=0] bash scripts/gpu-check.sh
 #
 # NPROC ranks per run (torchrun --nproc-per-node), LAYOUT extra flags (the parallel layout);
 # RESUME_CHECK=0 leaves out the cross-resumes (scripts/gpu-multi.sh runs one layout each).
+# The switch runs with pre-flight on, its default; both runs' argument tables (Megatron's
+# printout) must be identical but for the checkpoint folder. ROPE_CHECK=1 also launches
+# the model with RoPE and its fusion on (the default) on a node without Transformer Engine:
+# the switch must refuse it before any model is built; Megatron's own arguments are timed
+# to the same failure, when it builds the model. Table check: every line of Megatron's table
+# is in the switch's, byte for byte; the switch's may add settings this Megatron revision does
+# not declare (megaplug follows a newer one), named in the output.
 # DRY_RUN=1 needs neither a GPU nor Megatron-LM: it prints the torchrun command lines and
 # resolves the configuration with megaplug at world size NPROC, as each rank would.
 #
@@ -173,6 +180,45 @@ compare megatron "$WORK/megatron.log" megaplug "$WORK/megaplug.log" "$ITERS" \
     | tee "$WORK/side-by-side.txt"
 [ "${PIPESTATUS[0]}" -eq 0 ] && record "losses-side-by-side" PASS \
     || record "losses-side-by-side" FAIL
+
+table() {  # table LOG: Megatron's argument table in a run's log, less the checkpoint folder
+    sed -n '/^-* arguments -*$/,/^-* end of arguments -*$/p' "$1" | grep -v '^  save \.'
+}
+table "$WORK/megatron.log" > "$WORK/table-megatron.txt"
+table "$WORK/megaplug.log" > "$WORK/table-megaplug.txt"
+echo "argument table: $(grep -c '^  ' "$WORK/table-megatron.txt") lines (Megatron's" \
+     "arguments), $(grep -c '^  ' "$WORK/table-megaplug.txt") (the switch)"
+diff "$WORK/table-megatron.txt" "$WORK/table-megaplug.txt" > "$WORK/table-diff.txt"
+echo "settings only the switch's table has:" \
+     $(sed -n 's/^>   \([a-z0-9_]*\) .*/\1/p' "$WORK/table-diff.txt")
+if [ -s "$WORK/table-megaplug.txt" ] && ! grep -q '^<' "$WORK/table-diff.txt"
+then record "argument-table-megatrons-lines-identical" PASS
+else grep '^<' "$WORK/table-diff.txt"; record "argument-table-megatrons-lines-identical" FAIL; fi
+if grep -q "pre-flight checks are off" "$WORK/megaplug.log"; then
+    record "switch-ran-with-preflight-on" FAIL; else record "switch-ran-with-preflight-on" PASS
+fi
+
+if [ "${ROPE_CHECK:-0}" != 0 ]; then
+    # RoPE with its fusion on, no Transformer Engine on this node: Megatron fails building
+    # the model ("apply_rope_fusion is not available"); the switch refuses it first.
+    ROPE_REFUSED="RoPE fusion (on by default) requires transformer_engine >= 1.4, not installed"
+    started=$SECONDS
+    train rope-megaplug megaplug --train-iters "$ITERS" --position-embedding-type rope
+    status=$?
+    echo "rope-megaplug: refused in $((SECONDS - started)) s"
+    if [ $status -ne 0 ] && grep -qF "$ROPE_REFUSED" "$WORK/rope-megaplug.log" \
+            && ! grep -q -i "building GPT model" "$WORK/rope-megaplug.log"; then
+        record "rope-fusion-refused-by-the-switch-before-the-model" PASS
+    else record "rope-fusion-refused-by-the-switch-before-the-model" FAIL; fi
+    started=$SECONDS
+    train rope-megatron megatron --train-iters "$ITERS" --position-embedding-type rope
+    status=$?
+    echo "rope-megatron: failed in $((SECONDS - started)) s"
+    grep -m 1 -o "apply_rope_fusion is not available[^\"']*" "$WORK/rope-megatron.log"
+    if [ $status -ne 0 ] && grep -q "apply_rope_fusion is not available" "$WORK/rope-megatron.log"
+    then record "rope-fusion-fails-megatron-at-the-model" PASS
+    else record "rope-fusion-fails-megatron-at-the-model" FAIL; fi
+fi
 
 if [ "${RESUME_CHECK:-1}" != 0 ]; then
     train resume-megaplug-from-megatron megaplug --train-iters "$RESUME" --use-checkpoint-args \

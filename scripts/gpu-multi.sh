@@ -12,8 +12,9 @@
 # resolved by megaplug at its world size and its torchrun command lines printed.
 # Then a configuration Megatron only refuses while building the model (9 attention heads
 # over tensor parallelism 2) must be refused by every rank, with the same message, before
-# any rank builds a model: through the switch with the pre-flight checks on; under DRY_RUN,
-# by `megaplug resolve` as each rank (RANK 0..N-1) would run it. This step needs one GPU.
+# any rank builds a model: through the switch, whose pre-flight checks are on by default;
+# under DRY_RUN, by `megaplug resolve` as each rank (RANK 0..N-1) would run it. This step
+# needs one GPU.
 # examples/train_gpt.py over 2 GPUs (NCCL, the cross-rank check) is step e of
 # scripts/gpu-check-example.sh. Exits 1 when anything failed.
 set -uo pipefail
@@ -58,7 +59,7 @@ echo; echo "#### refused: 9 attention heads over tensor parallelism 2, 2 ranks"
 # would fail on one GPU, and so fail this step).
 if [ "$GPUS" -ge 1 ]; then
     (cd "${MEGATRON_LM:?set MEGATRON_LM to a Megatron-LM checkout}" \
-        && MEGAPLUG_PREFLIGHT=1 "$PY" -m torch.distributed.run --standalone --nproc-per-node 2 \
+        && "$PY" -m torch.distributed.run --standalone --nproc-per-node 2 \
             --log-dir "$WORK/ranks" --redirects 3 \
             -m megaplug.megatron pretrain_gpt.py "${REFUSED[@]}") > "$WORK/refused.log" 2>&1
     status=$?
