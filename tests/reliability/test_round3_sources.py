@@ -5,7 +5,7 @@ Two properties over every flag of the real table that takes a value (hypothesis,
 ``derandomize=True``), for each source that can carry it -- a YAML file, a JSON file (both
 written by megaplug's own writers), the caller's defaults (``--defaults`` /
 ``args_defaults``), and a checkpoint's saved value (converted as ``--use-checkpoint-args``
-converts it):
+converts it); the environment's variables are compared with their flag and a file:
 
 * **Text is text.** The same texts, typed after the flag on the command line or written
   as strings in a source (a list of them for a list flag), are accepted or refused alike
@@ -121,7 +121,7 @@ def test_text_from_any_source_is_read_as_the_command_line_reads_it(tmp_path_fact
     raw = as_loaded(spec, texts)
     tmp = tmp_path_factory.mktemp("text")
     found = {"yaml": from_file(spec, raw, tmp, "yaml"), "json": from_file(spec, raw, tmp, "json"),
-             "caller": from_caller(spec, raw)}
+             "caller": from_caller(spec, raw), "checkpoint": from_checkpoint(spec, raw)}
     for source, outcome in found.items():
         if outcome is not None:
             assert outcome[0] == expected[0] and same_json(outcome[1], expected[1]), (
@@ -147,6 +147,17 @@ def test_every_value_the_command_line_makes_reloads_from_every_source(tmp_path_f
             assert outcome[0] == "ok" and same_json(outcome[1], written), (
                 source, spec.primary, texts, written, outcome)
     assert expected
+
+
+@pytest.mark.parametrize("text", _NUMBERS)
+def test_the_environment_reads_text_as_the_command_line_and_files_do(tmp_path, text):
+    """``LOCAL_RANK`` and ``--local-rank``; ``WORLD_SIZE`` and a file's ``world_size``."""
+    local = KERNEL.table.by_env["LOCAL_RANK"]
+    draft, sink = KERNEL.parse([], environ={"LOCAL_RANK": text})
+    assert verdict(draft, sink, local.dest) == from_command_line(local, [text])
+    world = KERNEL.table.by_env["WORLD_SIZE"]
+    draft, sink = KERNEL.parse([], environ={"WORLD_SIZE": text})
+    assert verdict(draft, sink, world.dest) == from_file(world, text, tmp_path, "yaml")
 
 
 def test_the_flags_drawn_cover_every_kind():
