@@ -186,3 +186,14 @@ def test_usage_errors_exit_2(capsys, clean_env, argv, message):
     assert code == 2
     assert message in err
     assert out == ""
+
+
+def test_a_launch_invalid_under_its_release_compares_only_that_releases_settings(capsys,
+                                                                                 clean_env):
+    # --disable-ckpt-fully-parallel-save is 0.16's spelling: 0.15 refuses it
+    code, found = report(capsys, "0.15.0", "0.19.2", "--disable-ckpt-fully-parallel-save")
+    assert code == 1
+    assert [p["message"] for p in found["from"]["problems"]] == [
+        "unrecognized argument --disable-ckpt-fully-parallel-save in command line"]
+    assert "muon_tp_mode" not in values(found)  # a 0.16+ flag: not in 0.15's namespace
+    assert "muon_tp_mode" in {s["setting"] for s in found["new_settings"]}

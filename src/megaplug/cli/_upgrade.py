@@ -169,7 +169,9 @@ def _resolve(options: argparse.Namespace, version: str, argv: Sequence[str]) -> 
                 register=False, preflight=preflight_wanted())
     except FacadeError as exc:
         partial = exc.partial
-        keys = list(partial) if partial is not None else []
+        # a draft still holds the settings the line lacks (rules read their defaults)
+        withheld = getattr(kernel.table, "withheld", {})
+        keys = [key for key in partial if key not in withheld] if partial is not None else []
         return Side(version, target.release_line(PACKAGE), kernel,
                     {key: encode(partial[key]) for key in keys},
                     {key: partial.source(key) for key in keys}, exc.problems,
@@ -338,7 +340,7 @@ def _print_text(report: dict[str, Any]) -> None:
     if old["problems"]:
         print(f"\nthe launch is not valid under {old['version']} either:")
         for problem in old["problems"]:
-            print(f"  - [{problem['plugin']}] {problem['message']}")
+            print(f"  - {_blamed(problem)}")
     if report["flags"]:
         print(f"\nflags of this launch that {target} removed or renamed:")
         for flag in report["flags"]:
@@ -350,11 +352,11 @@ def _print_text(report: dict[str, Any]) -> None:
         print(f"\nproblems {target}'s validation reports for this launch:")
         for problem in report["rejected"]:
             hint = f" (hint: {problem['hint']})" if problem["hint"] else ""
-            print(f"  - [{problem['plugin']}] {problem['message']}{hint}")
+            print(f"  - {_blamed(problem)}{hint}")
     if report["new_warnings"]:
         print(f"\nwarnings {target} gives that {old['version']} did not:")
         for warning in report["new_warnings"]:
-            print(f"  - [{warning['plugin']}] {warning['message']}")
+            print(f"  - {_blamed(warning)}")
     titles = {"default": "defaults that change", "derived": "derived values that change",
               "value": "values that change"}
     for kind, title in titles.items():
@@ -376,6 +378,12 @@ def _print_text(report: dict[str, Any]) -> None:
     count = report["changes"]
     print(f"\n{count or 'nothing'} change{'s' if count != 1 else ''} for this launch "
           f"from {old['version']} to {target}")
+
+
+def _blamed(problem: dict[str, Any]) -> str:
+    """A problem's message behind the plugin that reported it, as ``resolve`` prints it."""
+    return f"[{problem['plugin']}] {problem['message']}" if problem["plugin"] else \
+        problem["message"]
 
 
 def _print_presence(entries: list[dict[str, Any]], title: str, where: str) -> None:
