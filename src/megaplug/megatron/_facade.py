@@ -122,12 +122,25 @@ def _parse(extra_args_provider: Callable[[Any], Any] | None, ignore_unknown_args
     if provider is not None:
         provider.merge(parsed, parsed_provenance, kernel.table.owner)
     args = argparse.Namespace(**parsed)
-    args._is_global_batch_size_explicitly_specified = (
-        getattr(args, "global_batch_size", None) is not None)
+    if _records_given_global_batch(kernel):
+        args._is_global_batch_size_explicitly_specified = (
+            getattr(args, "global_batch_size", None) is not None)
     extra = provider.settings - set(kernel.table.by_dest) if provider else frozenset()
     remember(args, NamespaceState(kernel, parsed_provenance, dict(vars(args)), sink,
                                   frozenset(extra)))
     return args
+
+
+#: The first Megatron release line whose parse_args records whether --global-batch-size was
+#: given (``_is_global_batch_size_explicitly_specified``); older lines' namespaces lack it.
+_GIVEN_GLOBAL_BATCH_LINE = "0.18"
+
+
+def _records_given_global_batch(kernel: Kernel) -> bool:
+    from ..environment._releases import NEWEST, line_index
+
+    line = kernel.lines.get("megatron_core", NEWEST)
+    return line_index(line) >= line_index(_GIVEN_GLOBAL_BATCH_LINE)
 
 
 def _take_script_flags(extra_args_provider: Callable[[Any], Any] | None,
