@@ -25,7 +25,27 @@ find_python312() {
     return 1
 }
 
+# Older releases whose wheels carry megatron/training (0.17 on): their code alone, installed
+# with --no-deps beside the environment, and put first on PYTHONPATH over it by the tier test
+# that compares each release's own parser (tests/megatron/test_megatron_release_parsers.py).
+OLDER_RELEASES="0.17.1"
+RELEASES_DIR="${MEGAPLUG_MEGATRON_RELEASES:-$HOME/.cache/megaplug}"
+
+older_releases() {
+    for version in $OLDER_RELEASES; do
+        local dir="$RELEASES_DIR/megatron-core-$version"
+        if [ ! -f "$dir/.megaplug-stamp" ]; then
+            echo "megatron-env: megatron-core $version's code in $dir" >&2
+            rm -rf "$dir"
+            "$ENV_DIR/bin/python" -m pip install --quiet --no-deps --target "$dir" \
+                "megatron-core==$version" 2>&1 | { grep -v "^WARNING: Location" || true; } >&2
+            echo "$version" > "$dir/.megaplug-stamp"
+        fi
+    done
+}
+
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && "$ENV_DIR/bin/python" -c 'import megatron.core, megatron.training.arguments' >/dev/null 2>&1; then
+    older_releases
     echo "$ENV_DIR/bin/python"; exit 0
 fi
 
@@ -38,4 +58,5 @@ mkdir -p "$(dirname "$ENV_DIR")"
 # shellcheck disable=SC2086
 "$ENV_DIR/bin/python" -m pip install --quiet $WANT >&2
 echo "$WANT" > "$STAMP"
+older_releases
 echo "$ENV_DIR/bin/python"
