@@ -160,6 +160,37 @@ def test_the_environment_reads_text_as_the_command_line_and_files_do(tmp_path, t
     assert verdict(draft, sink, world.dest) == from_file(world, text, tmp_path, "yaml")
 
 
+SWITCHES = sorted((spec for spec in KERNEL.table if spec.kind == "flag"
+                   and spec.action in ("store_true", "store_false", "boolean_optional")),
+                  key=lambda spec: spec.primary)
+
+
+@pytest.mark.parametrize("form", ["yaml", "json", "caller", "checkpoint"])
+def test_every_switch_takes_a_boolean_from_every_source_and_nothing_else(tmp_path, form):
+    """``--fp16`` is ``fp16: true``; ``--no-x`` is ``x: false``; ``'true'`` and ``1`` are
+    refused, never taken for a boolean. (Caller defaults fill only unset settings: their
+    value is compared where the switch's default is None.)"""
+    def loaded(spec: Any, raw: Any) -> tuple[str, Any]:
+        if form == "checkpoint":
+            return from_checkpoint(spec, raw)
+        if form == "caller":
+            draft, sink = KERNEL.parse([], defaults={spec.dest: raw}, environ={})
+            outcome = verdict(draft, sink, spec.dest)
+            return outcome if spec.default is None or outcome[0] == "refused" else (
+                "ok", encode(raw))
+        return from_file(spec, raw, tmp_path, form)
+
+    wrong = []
+    for spec in SWITCHES:
+        expected = from_command_line(spec, [])  # the switch's own spelling: its const
+        if loaded(spec, expected[1]) != expected:
+            wrong.append((spec.primary, "value", expected))
+        for raw in ("true", 1):
+            if loaded(spec, raw)[0] != "refused":
+                wrong.append((spec.primary, raw, loaded(spec, raw)))
+    assert len(SWITCHES) > 300 and wrong == []
+
+
 def test_the_flags_drawn_cover_every_kind():
     nargs = {spec.nargs for spec in FLAGS}
     assert {None, "+", "*", 3} <= nargs
