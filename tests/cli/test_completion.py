@@ -91,8 +91,8 @@ def test_bash_completes_commands_options_and_their_choices(scripts):
                           "megaplug resolve --format ", "megaplug list --", "megaplug completion ",
                           "megaplug flags --plugin mo")
     assert found == [
-        ["completion", "diff", "docs", "explain", "flags", "list", "resolve", "schema",
-         "upgrade"],
+        ["completion", "diff", "docs", "explain", "flags", "list", "memory", "resolve",
+         "schema", "upgrade"],
         ["explain"], ["--format"], ["json", "yaml"],
         ["--help", "--json", "--no-autoload", "--order"], ["bash", "fish", "zsh"],
         ["model", "moe"],
@@ -128,7 +128,7 @@ def test_bash_completes_plugin_names_after_p_and_p_no(scripts):
     assert own == ["model", "moe"]
     assert among_args == sorted([*names, *(f"no:{n}" for n in names)])
     # readline replaces only what follows the ':', so the candidates are what follows it
-    assert blocked == ["mla", "model", "moe"]
+    assert blocked == ["memory", "mla", "model", "moe"]
     assert blocked_among_args == ["model", "moe"]
 
 

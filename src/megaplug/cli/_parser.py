@@ -21,8 +21,8 @@ EXIT_FLUSH_FAILED = 120  # the interpreter's own code when flushing stdout at ex
 EXIT_OUTPUT_FAILED = EXIT_FLUSH_FAILED  # however the write failed, the same answer
 EXIT_INTERRUPTED = 128 + 2  # 128 + SIGINT, what the shell reports for a tool stopped by Ctrl-C
 
-COMMANDS = ("list", "flags", "resolve", "explain", "diff", "upgrade", "schema", "completion",
-            "docs")
+COMMANDS = ("list", "flags", "resolve", "explain", "diff", "upgrade", "memory", "schema",
+            "completion", "docs")
 
 _TRAINING_FLAGS_EPILOG = """\
 ARGS are the training flags, after `--`, exactly as a training script takes them:
@@ -61,7 +61,7 @@ def build_parser(completing: bool = False, only: str | None = None) -> argparse.
     adders: dict[str, Callable[[Any], None]] = {
         "list": _add_list, "flags": _add_flags, "resolve": _add_resolve,
         "explain": _add_explain, "diff": lambda c: _add_diff(c, with_sides=not completing),
-        "upgrade": _add_upgrade, "schema": _add_schema, "completion": _add_completion,
+        "upgrade": _add_upgrade, "memory": _add_memory, "schema": _add_schema, "completion": _add_completion,
         "docs": _add_docs}
     for name, add in adders.items():
         if only is None or name == only:
@@ -83,9 +83,9 @@ def _add_list(commands: Any) -> None:
     listing.add_argument("--order", action="store_true",
                          help="list in the order the plugins' hooks run (default: by name)")
     _plugin_options(listing)
-
-
     _target_option(listing)
+
+
 def _add_flags(commands: Any) -> None:
     """``megaplug flags``."""
     flags = _command(commands, "flags",
@@ -95,9 +95,9 @@ def _add_flags(commands: Any) -> None:
     flags.add_argument("--plugin", metavar="NAME", help="only this plugin's flags")
     flags.add_argument("--json", action="store_true", help="print JSON")
     _plugin_options(flags)
-
-
     _target_option(flags)
+
+
 def _add_resolve(commands: Any) -> None:
     """``megaplug resolve``."""
     resolve = _command(commands, "resolve",
@@ -173,6 +173,23 @@ def _add_upgrade(commands: Any) -> None:
     _plugin_options(upgrade)
 
 
+def _add_memory(commands: Any) -> None:
+    """``megaplug memory`` (cli/_memory.py; the estimate is the megaplug-memory plugin's)."""
+    memory = _command(commands, "memory",
+                      "each rank's predicted peak GPU memory, and whether it fits",
+                      usage="megaplug memory [--rank R] [--format text|json] "
+                            "[--assume-device-memory SIZE] [options] [--] ARGS...",
+                      epilog="WORLD_SIZE is the job's number of ranks (as torchrun sets it):\n"
+                             "  WORLD_SIZE=64 megaplug memory --assume-device-memory 80GB -- "
+                             "--num-layers 32 ...\n" + _TRAINING_FLAGS_EPILOG.format(
+                                 command="memory"))
+    memory.add_argument("--rank", type=int, metavar="R", help="only this rank")
+    memory.add_argument("--format", choices=("text", "json"), default="text",
+                        help="output format (default: text)")
+    _resolve_options(memory)
+    _plugin_options(memory)
+
+
 def _add_schema(commands: Any) -> None:
     """``megaplug schema``."""
     schema = _command(commands, "schema",
@@ -184,6 +201,7 @@ def _add_schema(commands: Any) -> None:
     schema.add_argument("--plugin", metavar="NAME",
                         help="only this plugin's settings (for a file that holds only those)")
     _plugin_options(schema)
+    _target_option(schema)
 
 
 def _add_completion(commands: Any) -> None:
@@ -198,6 +216,7 @@ def _add_completion(commands: Any) -> None:
                                  "generate it again after installing one.")
     completion.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell")
     _plugin_options(completion)
+    _target_option(completion)
 
 
 def _add_docs(commands: Any) -> None:
@@ -207,16 +226,23 @@ def _add_docs(commands: Any) -> None:
     docs.add_argument("--out", default="docs/flags", metavar="DIR",
                       help="output directory (default: docs/flags, under the current directory)")
     _plugin_options(docs)
+    _target_option(docs)
 
 
 def _plugin_options(sub: argparse.ArgumentParser) -> None:
     group = sub.add_argument_group("plugin selection")
-    _target_option(schema)
     group.add_argument("-p", dest="plugin_controls", action="append", default=[],
                        metavar="NAME", help="load plugin NAME (an entry point or module); "
                                             "-p no:NAME blocks it (repeatable)")
     group.add_argument("--no-autoload", action="store_true",
                        help="do not load plugins from installed entry points")
+
+
+def _target_option(sub: argparse.ArgumentParser) -> None:
+    """``--assume megatron_core=VERSION``: the Megatron release whose flags to show."""
+    sub.add_argument("--assume", action="append", default=[], metavar="megatron_core=VERSION",
+                     help="the Megatron release to target (default: the installed "
+                          "megatron-core, else the newest supported)")
 
 
 def _resolve_options(sub: argparse.ArgumentParser, config: bool = True) -> None:
@@ -226,16 +252,10 @@ def _resolve_options(sub: argparse.ArgumentParser, config: bool = True) -> None:
     sub.add_argument("--defaults", metavar="JSON",
                      help="caller defaults as a JSON object (or @file), like args_defaults")
     sub.add_argument("--assume", action="append", default=[], metavar="NAME=VERSION",
-    _target_option(completion)
                      help="assume package NAME is installed at VERSION on the target "
                           "(NAME=none: not installed)")
     sub.add_argument("--assume-device-capability", metavar="MAJOR.MINOR",
                      help="assume the target GPU's compute capability ('none': no GPU)")
-    _target_option(docs)
-def _target_option(sub: argparse.ArgumentParser) -> None:
-    """``--assume megatron_core=VERSION``: the Megatron release whose flags to show."""
-    sub.add_argument("--assume", action="append", default=[], metavar="megatron_core=VERSION",
-                     help="the Megatron release to target (default: the installed "
-                          "megatron-core, else the newest supported)")
-
-
+    sub.add_argument("--assume-device-memory", metavar="SIZE",
+                     help="assume the target GPU's memory (80GB, 139.8GiB; 'none': unknown); "
+                          "default: read from the GPU here, if any")

@@ -101,6 +101,13 @@ def target_from(options: argparse.Namespace) -> Any:
             target.device_capability = parse_assumed_capability(options.assume_device_capability)
         except ValueError as exc:
             mistakes.append(str(exc))
+    if getattr(options, "assume_device_memory", None) is not None:
+        from ..environment import parse_assumed_memory
+
+        try:
+            target.device_memory = parse_assumed_memory(options.assume_device_memory)
+        except ValueError as exc:
+            mistakes.append(str(exc))
     if mistakes:
         raise UsageError("\n".join(f"megaplug: {mistake}" for mistake in mistakes))
     return target

@@ -8,7 +8,8 @@ ctypes, never torch unless NVML cannot tell) unless the caller states the target
 
 from ._line_facts import LineFacts
 from ._environment import (KNOWN_PACKAGES, TargetEnvironment, parse_assumed_capability,
-                           parse_assumed_package, parse_version)
+                           parse_assumed_memory, parse_assumed_package, parse_version)
 
 __all__ = ["KNOWN_PACKAGES", "LineFacts", "TargetEnvironment", "parse_assumed_capability",
+           "parse_assumed_memory",
            "parse_assumed_package", "parse_version"]

@@ -271,6 +271,48 @@ def _choose(devices: list[tuple[tuple[int, int], str | None]], first: str,
     return capabilities.pop() if len(capabilities) == 1 else _UNSETTLED
 
 
+def local_device_memory(environ: Mapping[str, str]) -> int | None:
+    """Bytes of memory of the GPUs a CUDA program started with ``environ`` would use (the
+    smallest, where NVML sees several sizes), or ``None`` when it would see none or NVML
+    cannot tell. NVML only: a memory estimate without a verdict is better than importing
+    torch to get one."""
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    first = None if visible is None else visible.split(",")[0].strip()
+    if first is not None and not _is_device_entry(first):
+        return None
+    if sys.platform == "darwin" or (sys.platform != "win32" and not any(
+            os.path.exists(path) for path in DRIVER_MARKERS)):
+        return None
+    nvml = open_nvml()
+    if nvml is None or nvml.nvmlInit_v2() != _NVML_SUCCESS:
+        return None
+    try:
+        return _nvml_smallest_memory(nvml)
+    finally:
+        nvml.nvmlShutdown()
+
+
+def _nvml_smallest_memory(nvml: Any) -> int | None:
+    import ctypes
+
+    class Memory(ctypes.Structure):
+        _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong),
+                    ("used", ctypes.c_ulonglong)]
+
+    count = ctypes.c_uint(0)
+    if nvml.nvmlDeviceGetCount_v2(ctypes.pointer(count)) != _NVML_SUCCESS or not count.value:
+        return None
+    sizes = []
+    for index in range(count.value):
+        handle, memory = ctypes.c_void_p(), Memory()
+        if (nvml.nvmlDeviceGetHandleByIndex_v2(ctypes.c_uint(index), ctypes.pointer(handle))
+                != _NVML_SUCCESS
+                or nvml.nvmlDeviceGetMemoryInfo(handle, ctypes.pointer(memory)) != _NVML_SUCCESS):
+            return None
+        sizes.append(int(memory.total))
+    return min(sizes)
+
+
 def _torch_capability() -> tuple[int, int] | None:
     try:
         import torch

@@ -141,7 +141,7 @@ class TargetEnvironment(MutableRecord):
     """
 
     __slots__ = ("packages", "device_capability", "environ", "own_process", "_looked_up",
-                 "_line")
+                 "_line", "device_memory")
     _hidden = ("_looked_up", "_line")
 
     def __init__(
@@ -157,11 +157,15 @@ class TargetEnvironment(MutableRecord):
         self.own_process = own_process
         self._looked_up: dict[str, str | None] = {}
         self._line: Any = None
+        #: bytes of memory of the target GPU (``--assume-device-memory``), read on first use
+        self.device_memory: int | None | object = _NOT_ASKED
 
     def with_environ(self, environ: Mapping[str, str]) -> TargetEnvironment:
         """The same target for a process that sees ``environ`` (a fresh lookup cache)."""
-        return TargetEnvironment(self.packages, self.device_capability, environ,
-                                 self.own_process)
+        target = TargetEnvironment(self.packages, self.device_capability, environ,
+                                   self.own_process)
+        target.device_memory = self.device_memory
+        return target
 
     def knows_package(self, import_name: str) -> bool:
         """Whether :meth:`package_version` is certain for this package: the target states
@@ -248,6 +252,40 @@ class TargetEnvironment(MutableRecord):
             self.device_capability = local_device_capability(
                 os.environ if self.environ is None else self.environ)
         return self.device_capability  # type: ignore[return-value]
+
+
+    def memory(self) -> int | None:
+        """Bytes of memory of the target GPU (NVML's total of the first visible device),
+        or ``None`` when unknown (no GPU here and none stated)."""
+        if self.device_memory is _NOT_ASKED:
+            from ._devices import local_device_memory
+
+            self.device_memory = local_device_memory(
+                os.environ if self.environ is None else self.environ)
+        return self.device_memory  # type: ignore[return-value]
+
+
+_MEMORY_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+                 "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
+
+
+def parse_assumed_memory(text: str) -> int | None:
+    """``--assume-device-memory``: a size (``139.8GiB``, ``80GB``, ``85899345920``) in bytes,
+    or ``none`` (unknown); ``ValueError`` for anything else."""
+    stripped = text.strip()
+    if stripped.lower() == "none":
+        return None
+    number = stripped.rstrip("KMGTiBb")
+    unit = stripped[len(number):].upper()
+    whole, _, fraction = number.partition(".")
+    if (unit not in _MEMORY_UNITS or not _is_number(whole)
+            or not (fraction == "" or _is_number(fraction))):
+        raise ValueError(f"--assume-device-memory expects a size such as 80GB, 139.8GiB or "
+                         f"a number of bytes, or none, got {text!r}")
+    size = int(float(number) * _MEMORY_UNITS[unit])
+    if size <= 0:
+        raise ValueError(f"--assume-device-memory must be positive, got {text!r}")
+    return size
 
 
 def _installed_version(import_name: str) -> str | None:

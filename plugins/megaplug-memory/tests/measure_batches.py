@@ -1,0 +1,19 @@
+"""The measuring script's batches (scripts/measure_corpus.py), imported without a GPU."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "measure_corpus.py"
+
+
+def batches() -> dict:
+    spec = importlib.util.spec_from_file_location("measure_corpus", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.BATCHES
+
+
+def unseen_names() -> set[str]:
+    return {config["name"] for config in batches()["C"]}

@@ -1,0 +1,73 @@
+"""``megaplug memory [--rank R] [--format text|json] [--assume-device-memory SIZE] -- ARGS``.
+
+Resolves ARGS as ``megaplug resolve`` does (``WORLD_SIZE`` is the job's size), then hands
+the resolved values and the target GPU's memory to the memory estimator a plugin
+distribution provides. The command line knows no estimator itself: a distribution offers
+one under the ``megaplug.memory`` entry-point group, as ``megaplug-memory`` does::
+
+    [project.entry-points."megaplug.memory"]
+    report = "megaplug_memory.report:memory_report"
+
+``report(values, device_memory_bytes, rank)`` receives the resolved values (Megatron's
+names), the device's memory in bytes (``None`` when unknown) and the one rank asked for
+(``None``: all), and returns an object with ``as_dict()`` (the JSON answer) and
+``as_text()`` (the table). The target's memory is ``--assume-device-memory``, else the
+GPU NVML sees here, else unknown (no verdict).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ..values._encoding import to_json
+from ._parser import EXIT_OK, UsageError
+from ._shared import config_tokens, defaults_from, plugin_controls, target_from
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any, Callable
+
+GROUP = "megaplug.memory"
+_INSTALL = "pip install megaplug-memory (or plugins/megaplug-memory in this repository)"
+
+
+def estimator() -> Callable[..., Any]:
+    """The ``report`` entry point of the ``megaplug.memory`` group, loaded."""
+    from ..cache._entry_points import read_entry_points
+
+    entries = read_entry_points(GROUP)
+    if entries is None:  # an unusual installation: ask importlib.metadata itself
+        from importlib.metadata import entry_points
+
+        entries = list(entry_points(group=GROUP))
+    found = [entry for entry in entries if entry.name == "report"]
+    if not found:
+        raise UsageError(f"megaplug memory: no memory estimator is installed ({_INSTALL})")
+    return found[0].load()  # type: ignore[no-any-return]
+
+
+def run_memory(options: argparse.Namespace, args: list[str]) -> int:
+    """The ``memory`` command: print the estimate; the exit code (2 for a bad configuration)."""
+    from ..megatron import parse_and_validate_args
+
+    report = estimator()
+    target = target_from(options)
+    # the memory check is pre-flight's: it would refuse the very configuration this command
+    # is asked to size, so the resolve here leaves pre-flight out
+    namespace = parse_and_validate_args(
+        argv=[*plugin_controls(options), *config_tokens(options), *args], environ=os.environ,
+        args_defaults=defaults_from(options), target=target, torch_types=False,
+        register=False, preflight=False)
+    values = vars(namespace)
+    world_size = int(values.get("world_size") or 1)
+    if options.rank is not None and not 0 <= options.rank < world_size:
+        raise UsageError(f"megaplug memory: --rank {options.rank} is not a rank of a job of "
+                         f"{world_size} (WORLD_SIZE); give 0 to {world_size - 1}")
+    result = report(values, target.memory(), options.rank)
+    if options.format == "json":
+        sys.stdout.write(to_json(result.as_dict()) + "\n")
+    else:
+        sys.stdout.write(result.as_text())
+    return EXIT_OK
