@@ -83,7 +83,9 @@ def resolve(argv: Sequence[str] | None = None, *, config_files: Sequence[str] = 
     import sys
 
     tokens = command_line_tokens(sys.argv[1:] if argv is None else argv, "argv")
-    config_files = command_line_tokens(config_files, "config_files")
+    config_files = command_line_tokens(config_files or (), "config_files")
+    if defaults is not None and not callable(getattr(defaults, "items", None)):
+        raise TypeError(f"defaults must be a mapping of settings, not {type(defaults).__name__}")
     kernel, rest = load(tokens, environ=environ, plugins=plugins, target=target)
     files, rest = take_config_files(rest)
     return kernel.resolve(rest[1:] if rest[:1] == ["--"] else rest,

@@ -104,6 +104,13 @@ def test_config_files_that_are_not_paths_are_a_type_error(files, message):
     assert message in str(caught.value)
 
 
+def test_no_config_files_may_be_none_and_defaults_must_be_a_mapping():
+    with resolve_environment():
+        assert megaplug.resolve(MINIMAL, config_files=None, environ={}).num_layers == 2
+        with pytest.raises(TypeError, match="defaults must be a mapping of settings, not list"):
+            megaplug.resolve(MINIMAL, defaults=[("seed", 3)], environ={})  # type: ignore
+
+
 def test_the_facade_takes_the_same_arguments(tmp_path):
     from megaplug.megatron import parse_args
 
