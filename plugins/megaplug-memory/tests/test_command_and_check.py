@@ -1,0 +1,112 @@
+"""`megaplug memory` and the pre-flight refusal, through megaplug's command line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from corpus import GIB, points
+
+ARGV = next(p for p in points() if p["name"] == "mixtral-l32-pp4ep8-s4k-first")["argv"]
+
+
+def run(capsys, monkeypatch, *argv, world_size=32):
+    from megaplug.cli import main
+
+    monkeypatch.setenv("WORLD_SIZE", str(world_size))
+    monkeypatch.setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1")
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_json_gives_every_rank_its_peak_parts_and_verdict(capsys, monkeypatch):
+    code, out, _ = run(capsys, monkeypatch, "memory", "--format", "json",
+                       "--assume-device-memory", "139.8GiB", "--", *ARGV)
+    answer = json.loads(out)
+    assert code == 0 and set(answer) == {"device_memory_bytes", "ranks"}
+    assert answer["device_memory_bytes"] == int(139.8 * GIB)
+    assert [row["rank"] for row in answer["ranks"]] == list(range(32))
+    first, last = answer["ranks"][0], answer["ranks"][31]
+    assert set(first) == {"rank", "peak_allocated_bytes", "fits", "parts"}
+    assert first["peak_allocated_bytes"] == sum(first["parts"].values())
+    assert first["peak_allocated_bytes"] > last["peak_allocated_bytes"]  # 4 in flight vs 1
+    assert first["fits"] is True
+    same_stage = {key: value for key, value in answer["ranks"][7].items() if key != "rank"}
+    next_stage = {key: value for key, value in answer["ranks"][8].items() if key != "rank"}
+    assert same_stage == {key: value for key, value in first.items() if key != "rank"}
+    assert next_stage["peak_allocated_bytes"] < first["peak_allocated_bytes"]  # 8 ranks a stage
+
+
+def test_one_rank_and_no_verdict_without_the_device_memory(capsys, monkeypatch):
+    code, out, _ = run(capsys, monkeypatch, "memory", "--format", "json", "--rank", "9",
+                       "--assume-device-memory", "none", "--", *ARGV)
+    answer = json.loads(out)
+    assert code == 0 and answer["device_memory_bytes"] is None
+    assert [(row["rank"], row["fits"]) for row in answer["ranks"]] == [(9, None)]
+
+
+def test_the_table_lists_stages_worst_first_with_a_verdict(capsys, monkeypatch):
+    code, out, _ = run(capsys, monkeypatch, "memory", "--assume-device-memory", "80GB", "--",
+                       *ARGV)
+    lines = out.splitlines()
+    assert code == 0
+    assert lines[0].split() == ["ranks", "stage", "weights", "gradients", "optimizer",
+                                "activations", "other", "peak", "fits"]
+    rows = [line.split() for line in lines[1:5]]
+    assert [row[:2] for row in rows] == [["0-7", "0/3"], ["8-15", "1/3"], ["16-23", "2/3"],
+                                         ["24-31", "3/3"]]
+    peaks = [float(row[7]) for row in rows]
+    assert peaks == sorted(peaks, reverse=True)
+    assert rows[0][8] == "NO" and rows[3][8] == "yes"
+    assert "device memory: 74.5 GiB" in out
+
+
+def test_bad_rank_and_bad_size_are_usage_errors(capsys, monkeypatch):
+    code, _, err = run(capsys, monkeypatch, "memory", "--rank", "32", "--", *ARGV)
+    assert code == 2 and "--rank 32 is not a rank of a job of 32" in err
+    code, _, err = run(capsys, monkeypatch, "memory", "--assume-device-memory", "80XB", "--",
+                       *ARGV)
+    assert code == 2 and "--assume-device-memory expects a size" in err
+
+
+def test_preflight_refuses_what_will_not_fit_with_the_cheapest_change_that_does(
+        capsys, monkeypatch):
+    code, _, err = run(capsys, monkeypatch, "resolve", "--assume-device-memory", "80GB", "--",
+                       *ARGV)
+    assert code == 2
+    assert ("[memory] rank 0 (pipeline stage 0) is predicted to need 100.6 GiB of GPU memory "
+            "at its peak, more than the 72.3 GiB a 74.5 GiB GPU can allocate; its biggest "
+            "part is activations") in err
+    assert "hint: add --recompute-granularity selective: predicted peak" in err
+    # the hint is the estimator's own answer: with it, the same launch passes
+    code, _, err = run(capsys, monkeypatch, "resolve", "--assume-device-memory", "80GB", "--",
+                       *ARGV, "--recompute-granularity", "selective")
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("assumed", ["139.8GiB", "none"])
+def test_what_fits_or_an_unknown_device_is_not_refused(capsys, monkeypatch, assumed):
+    code, _, err = run(capsys, monkeypatch, "resolve", "--assume-device-memory", assumed, "--",
+                       *ARGV)
+    assert code == 0 and "[memory]" not in err
+
+
+def test_pre_flight_switch_turns_the_check_off(capsys, monkeypatch):
+    monkeypatch.setenv("MEGAPLUG_PREFLIGHT", "0")
+    code, _, err = run(capsys, monkeypatch, "resolve", "--assume-device-memory", "80GB", "--",
+                       *ARGV)
+    assert code == 0 and "[memory]" not in err
+
+
+def test_no_change_fits_says_so(capsys, monkeypatch):
+    code, _, err = run(capsys, monkeypatch, "resolve", "--assume-device-memory", "8GB", "--",
+                       *ARGV)
+    assert code == 2 and "no single change tried" in err
+
+
+def test_importing_the_plugin_imports_no_estimator():
+    from megaplug.testing import modules_imported_by
+
+    assert modules_imported_by("megaplug_memory") == ["megaplug_memory"]

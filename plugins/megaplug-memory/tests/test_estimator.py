@@ -1,0 +1,97 @@
+"""The estimator's parts on small hand-counted configurations."""
+
+from __future__ import annotations
+
+import time
+
+from megaplug_memory.estimator import (GIB, Job, estimate, in_flight, layer_activations,
+                                       stage_parameters)
+
+BASE = {"world_size": 8, "num_layers": 4, "hidden_size": 64, "ffn_hidden_size": 256,
+        "num_attention_heads": 4, "seq_length": 128, "micro_batch_size": 2,
+        "global_batch_size": 16, "vocab_size": 1000, "make_vocab_size_divisible_by": 128,
+        "bf16": True, "transformer_impl": "local", "add_bias_linear": False,
+        "normalization": "RMSNorm", "position_embedding_type": "rope",
+        "untie_embeddings_and_output_weights": True, "data_parallel_size": 8}
+
+
+def test_dense_parameters_are_counted_per_stage_with_embeddings_on_the_ends():
+    job = Job(BASE)
+    # per layer: 2 RMSNorms 2x64, QKV 64x192, proj 64x64, MLP 64x256 + 256x64
+    layer = 2 * 64 + 64 * 192 + 64 * 64 + 2 * 64 * 256
+    embedding = 1024 * 64  # 1000 padded to a multiple of 128
+    assert stage_parameters(job, 0) == (4 * layer + embedding + 64 + embedding, 0)
+    two_stages = Job({**BASE, "pipeline_model_parallel_size": 2, "data_parallel_size": 4})
+    assert stage_parameters(two_stages, 0) == (2 * layer + embedding, 0)
+    assert stage_parameters(two_stages, 1) == (2 * layer + 64 + embedding, 0)
+
+
+def test_a_tied_output_layer_is_a_second_copy_only_on_another_stage():
+    tied = {**BASE, "untie_embeddings_and_output_weights": False}
+    one = stage_parameters(Job(tied), 0)[0]
+    untied = stage_parameters(Job(BASE), 0)[0]
+    assert untied - one == 1024 * 64
+    split = Job({**tied, "pipeline_model_parallel_size": 2, "data_parallel_size": 4})
+    assert stage_parameters(split, 1)[0] - stage_parameters(split, 0)[0] == 64
+
+
+def test_experts_are_sharded_by_expert_parallelism_and_the_optimizer_by_expert_dp():
+    moe = {**BASE, "num_experts": 8, "moe_ffn_hidden_size": 128, "moe_router_topk": 2,
+           "expert_model_parallel_size": 4, "use_distributed_optimizer": True}
+    dense, expert = stage_parameters(Job(moe), 0)
+    assert expert == 4 * 2 * (2 * 64 * 128)  # 4 layers x 2 local experts x (fc1 + fc2)
+    parts = estimate(moe)[0].parts
+    # fp32 main parameters + two moments: 12 bytes, over dp 8 (dense) and expert dp 2
+    assert parts["optimizer"] == dense * 12 // 8 + expert * 12 // 2
+    assert parts["gradients"] == (dense + expert) * 4 and parts["weights"] == (dense + expert) * 2
+
+
+def test_without_the_distributed_optimizer_every_rank_keeps_all_states():
+    parts = estimate(BASE)[0].parts
+    params = parts["weights"] // 2
+    assert parts["optimizer"] == 12 * params
+
+
+def test_selective_recompute_drops_the_local_attention_scores():
+    job = Job(BASE)
+    selective = Job({**BASE, "recompute_granularity": "selective"})
+    probabilities = 2 * 2 * 4 * 128 * 128  # bf16, micro-batch 2, 4 heads, s x s
+    dropped = layer_activations(job, 0) - layer_activations(selective, 0)
+    assert dropped >= probabilities
+
+
+def test_full_recompute_keeps_only_layer_inputs():
+    full = {**BASE, "recompute_granularity": "full", "recompute_method": "uniform",
+            "recompute_num_layers": 1}
+    assert estimate(full)[0].parts["activations"] == 4 * 2 * 128 * 2 * 64
+
+
+def test_micro_batches_in_flight_follow_1f1b_and_the_interleaved_schedule():
+    pipelined = Job({**BASE, "pipeline_model_parallel_size": 4, "data_parallel_size": 2,
+                     "global_batch_size": 32})  # 8 micro-batches
+    assert [in_flight(pipelined, stage) for stage in range(4)] == [4, 3, 2, 1]
+    interleaved = Job({**BASE, "pipeline_model_parallel_size": 4, "data_parallel_size": 2,
+                       "global_batch_size": 32, "virtual_pipeline_model_parallel_size": 2})
+    # Megatron's warm-up: (pp - stage - 1) * 2 + (vpp - 1) * pp, plus the one in flight,
+    # chunks of half a stage
+    assert in_flight(interleaved, 0) == (3 * 2 + 4 + 1) / 2
+    few = Job({**BASE, "pipeline_model_parallel_size": 4, "data_parallel_size": 2,
+               "global_batch_size": 4})
+    assert in_flight(few, 0) == 1  # one micro-batch per data-parallel rank
+
+
+def test_one_estimate_per_stage_and_rank_picks_its_stage():
+    values = {**BASE, "pipeline_model_parallel_size": 2, "data_parallel_size": 4}
+    stages = estimate(values)
+    assert [(e.rank, e.stage) for e in stages] == [(0, 0), (4, 1)]
+    assert estimate(values, rank=5)[0].stage == 1
+
+
+def test_estimating_is_pure_arithmetic_and_fast():
+    values = {**BASE, "world_size": 4096, "num_layers": 128, "pipeline_model_parallel_size": 16,
+              "data_parallel_size": 256, "global_batch_size": 4096}
+    started = time.perf_counter()
+    for _ in range(10):
+        peaks = [e.peak for e in estimate(values)]
+    assert (time.perf_counter() - started) / 10 < 0.05
+    assert len(peaks) == 16 and all(0 < peak < 10 * GIB for peak in peaks)
