@@ -621,9 +621,14 @@ def allowed_global(name: str, modules: set[str]) -> Any:
         return signal.Signals
     module_name, _, attribute = name.rpartition(".")
     owned = any(module_name == m or module_name.startswith(m + ".") for m in modules)
-    if not owned or module_name not in sys.modules:
+    if not owned:
         return None
-    candidate = getattr(importlib.import_module(module_name), attribute, None)
+    # Imported here if need be: a resolve served from megaplug's cache imports no plugin
+    # module, so "already imported" would refuse a checkpoint a cold process reads.
+    try:
+        candidate = getattr(importlib.import_module(module_name), attribute, None)
+    except ImportError:
+        return None
     if isinstance(candidate, type) and issubclass(candidate, enum.Enum):
         return candidate
     return None

@@ -8,7 +8,9 @@
 # Arguments are passed to pytest (default: every test module under a `megatron/` folder).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PYTHON="$(bash scripts/megatron-overlay.sh .venv-megatron)"
+# sybil: the root conftest.py collects the documentation's blocks (docs/snippets.md), and
+# tests/megatron/test_docs_snippets.py runs those marked for this tier.
+PYTHON="$(bash scripts/megatron-overlay.sh .venv-megatron "sybil>=9")"
 if [ "$#" -eq 0 ]; then
     mapfile -t paths < <(find tests plugins -type d -name megatron -path '*tests/megatron' | sort)
     set -- "${paths[@]}"

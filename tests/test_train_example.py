@@ -102,6 +102,20 @@ def test_a_layered_config_keeps_the_default_configs_other_settings(tmp_path) -> 
     assert (args.hidden_size, args.num_layers, args.train_iters) == (128, 2, 60)
 
 
+def test_the_safe_loader_allows_a_plugin_enum_not_imported_yet(monkeypatch) -> None:
+    # A resolve served from megaplug's cache imports no plugin module; the checkpoint that a
+    # cold process wrote must still load (issue 32: --use-checkpoint-args after a warm cache).
+    enums = importlib.import_module("megaplug_inference.enums")
+    monkeypatch.delitem(sys.modules, "megaplug_inference.enums")
+    name = "megaplug_inference.enums.InferenceCudaGraphScope"
+    found = train_gpt.allowed_global(name, {"megaplug_inference"})
+    assert found is not None and found.__name__ == "InferenceCudaGraphScope"
+    assert issubclass(found, enums.enum.Enum)
+    assert train_gpt.allowed_global(name, {"megaplug_moe"}) is None  # not that plugin's module
+    assert train_gpt.allowed_global("megaplug_inference.nowhere.X", {"megaplug_inference"}) is None
+    assert train_gpt.allowed_global("os.system", {"megaplug_inference"}) is None
+
+
 def test_test_only_extra_arguments_apply_to_their_rank() -> None:
     env = {"RANK": "1", "TRAIN_GPT_EXTRA_ARGS_RANK1": "--seed 7"}
     default = ["--config", str(train_gpt.DEFAULT_CONFIG)]

@@ -170,7 +170,8 @@ def run_case(path: Path) -> Outcome:
     try:
         args = parse_and_validate_args(
             argv=[*third_party_blocks(), *case["argv"]], environ=dict(case.get("env") or {}),
-            args_defaults=case.get("args_defaults") or {}, target=target_for(case))
+            args_defaults=case.get("args_defaults") or {}, target=target_for(case),
+            print_arguments=False)  # a report of 154 cases, not 154 argument tables
     except ConfigError as exc:
         if case["expect"] == "error":
             return Outcome(name, "error", True, error=str(exc), problems=exc.problems)
@@ -227,24 +228,39 @@ def run_case_for_plugins(path: Path, plugins: set[str]) -> Outcome:
     return Outcome(name, "ok", not mismatches, mismatches)
 
 
+def selected_cases(filters: list[str]) -> list[Path]:
+    """The case files whose name contains one of ``filters`` (every case without filters)."""
+    return [p for p in case_files() if not filters or any(f in p.stem for f in filters)]
+
+
+def no_cases_message(filters: list[str]) -> str:
+    """Why a run found nothing to compare: a report of 0/0 would read as a pass."""
+    if not case_files():
+        return (f"parity: no parity cases under {PARITY_DIR} (the shared Megatron cases live in "
+                "../shared/parity beside the checkout; MEGAPLUG_PARITY_DIR names another folder)")
+    return f"parity: no parity case name contains {' or '.join(map(repr, filters))}"
+
+
 def main(argv: list[str]) -> int:
     verbose = "--verbose" in argv
     plugins = {a.split("=", 1)[1] for a in argv if a.startswith("--plugin=")}
     filters = [a for a in argv if not a.startswith("--")]
+    cases = selected_cases(filters)
+    if not cases:
+        print(no_cases_message(filters), file=sys.stderr)
+        return 2
     if plugins:
-        outcomes = [run_case_for_plugins(p, plugins) for p in case_files()
-                    if not filters or any(f in p.stem for f in filters)]
+        outcomes = [run_case_for_plugins(p, plugins) for p in cases]
         for outcome in outcomes:
             if outcome.mismatches and (not outcome.ok or verbose):
                 print(f"{'PASS' if outcome.ok else 'FAIL'} {outcome.name} "
                       f"(expect {outcome.expect})")
                 for line in outcome.mismatches:
                     print("    " + line)
-        print(f"{sum(o.ok for o in outcomes)}/{len(outcomes)} cases match on the keys of "
-              f"{', '.join(sorted(plugins))}")
-        return 0
-    outcomes = [run_case(p) for p in case_files()
-                if not filters or any(f in p.stem for f in filters)]
+        passed = sum(o.ok for o in outcomes)
+        print(f"{passed}/{len(outcomes)} cases match on the keys of {', '.join(sorted(plugins))}")
+        return 0 if passed == len(outcomes) else 1
+    outcomes = [run_case(p) for p in cases]
     for outcome in outcomes:
         if not outcome.ok or verbose:
             print(f"{'PASS' if outcome.ok else 'FAIL'} {outcome.name} (expect {outcome.expect})")
