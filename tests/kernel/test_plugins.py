@@ -141,7 +141,13 @@ def test_entry_point_discovery_is_cached_on_disk(tmp_path, monkeypatch):
     monkeypatch.setenv("MEGAPLUG_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("MEGAPLUG_NO_CACHE", raising=False)
     scans = []
-    fake = [_entry_points.EntryPointInfo("toy", "toy_module_plugin", "toy-dist", "1.0")]
+    # a cached entry point is used only while the entry_points.txt it names declares it
+    declared = tmp_path / "site" / "toy_dist-1.0.dist-info" / "entry_points.txt"
+    declared.parent.mkdir(parents=True)
+    declared.write_text("[megaplug]\ntoy = toy_module_plugin\n")
+    monkeypatch.syspath_prepend(str(declared.parent.parent))
+    fake = [_entry_points.EntryPointInfo("toy", "toy_module_plugin", "toy-dist", "1.0",
+                                         str(declared))]
     monkeypatch.setattr(_entry_points, "scan", lambda: scans.append(1) or fake)
     _entry_points.forget()
     assert _entry_points.entry_points() == fake
