@@ -51,6 +51,11 @@ def _release_options() -> set[str]:
     return {option for action in _release_parser()._actions for option in action.option_strings}
 
 
+@functools.lru_cache(maxsize=None)
+def _release_dests() -> frozenset[str]:
+    return frozenset(action.dest for action in _release_parser()._actions)
+
+
 def _default_differences(version: str) -> set[str]:
     """Settings whose declared default megaplug at this release gives differently."""
     from megaplug import load
@@ -164,33 +169,56 @@ def _config_differences(case: dict[str, Any], theirs: argparse.Namespace,
             if not _same(getattr(expected, field.name), getattr(actual, field.name))]
 
 
-def compare(version: str, parity_dir: Path) -> dict[str, Any]:
-    """Every parity configuration the release's parser accepts: what differs, per case."""
+def compare_case(case: dict[str, Any], version: str) -> dict[str, Any]:
+    """One configuration: ``{"release_rejects": why}`` where the release refuses it, else
+    ``{"differences": [...], "derived": [...]}`` -- what differs between the release's
+    namespace (and TransformerConfig) and megaplug's, and the keys the release's
+    validate_args added."""
+    try:
+        theirs = _release_args(case)
+    except BaseException as refused:  # the release rejects it: not valid there
+        return {"release_rejects": f"{type(refused).__name__}: {refused}"[:300]}
+    derived = sorted(set(vars(theirs)) - _release_dests())
+    try:
+        ours = _megaplug_args(case, version)
+    except BaseException as refused:
+        return {"differences": [f"megaplug rejects: {refused}"[:600]], "derived": derived}
+    return {"differences": _namespace_differences(theirs, ours)
+            + _config_differences(case, theirs, ours), "derived": derived}
+
+
+def accepted_cases(parity_dir: Path) -> list[tuple[str, dict[str, Any]]]:
+    """(name, case) of every parity configuration expected to resolve whose flags the
+    release's parser has."""
     options = _release_options()
-    dests = {action.dest for action in _release_parser()._actions}
-    derived: collections.Counter[str] = collections.Counter()
-    results: dict[str, Any] = {"default_differs": sorted(_default_differences(version)),
-                               "derived_keys": derived}
+    found = []
     for kind in ("cases", "mutations"):
         for path in sorted((parity_dir / kind).glob("*.json")):
             case = json.loads(path.read_text())
-            if case["expect"] != "ok" or not _accepts(case, options):
-                continue
-            name = f"{kind}/{path.stem}"
-            try:
-                theirs = _release_args(case)
-            except BaseException as refused:  # the release rejects it: not valid there
-                results[name] = {"release_rejects": f"{type(refused).__name__}: {refused}"[:300]}
-                continue
-            derived.update(set(vars(theirs)) - dests)
-            try:
-                ours = _megaplug_args(case, version)
-            except BaseException as refused:
-                results[name] = {"differences": [f"megaplug rejects: {refused}"[:600]]}
-                continue
-            results[name] = {"differences": _namespace_differences(theirs, ours)
-                             + _config_differences(case, theirs, ours)}
+            if case["expect"] == "ok" and _accepts(case, options):
+                found.append((f"{kind}/{path.stem}", case))
+    return found
+
+
+def compare(version: str, parity_dir: Path) -> dict[str, Any]:
+    """Every parity configuration the release's parser accepts: what differs, per case."""
+    derived: collections.Counter[str] = collections.Counter()
+    results: dict[str, Any] = {"default_differs": sorted(_default_differences(version)),
+                               "derived_keys": derived}
+    for name, case in accepted_cases(parity_dir):
+        results[name] = compare_case(case, version)
+        derived.update(results[name].get("derived", ()))
     return results
+
+
+def _record_derived_keys(path: Path, version: str, keys: list[str]) -> None:
+    """Merge this release's always-derived keys into ``path`` under its line (the input of
+    scripts/gen_megatron_releases.py for computed settings some lines lack)."""
+    from megaplug.environment._releases import line_of
+
+    recorded = json.loads(path.read_text()) if path.exists() else {}
+    recorded[line_of(version, "measured").line] = sorted(keys)
+    path.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
 
 
 def main() -> int:
@@ -198,6 +226,9 @@ def main() -> int:
     parser.add_argument("version", help="the release's megatron-core version, e.g. 0.15.3")
     parser.add_argument("--parity-dir", type=Path, default=ROOT.parent / "shared" / "parity")
     parser.add_argument("--json", type=Path, help="write every configuration's result here")
+    parser.add_argument("--derived-keys", type=Path, metavar="FILE",
+                        help="record in FILE (JSON: line -> keys) the keys this release's "
+                             "validate_args adds on every configuration it accepts")
     options = parser.parse_args()
     os.environ.setdefault("MEGAPLUG_PARITY_DIR", str(options.parity_dir))
     warnings.simplefilter("ignore")
@@ -224,6 +255,9 @@ def main() -> int:
     rejected = len(results) - len(valid)
     print(f"\n{options.version}: {len(identical)} of {len(valid)} configurations identical "
           f"({rejected} more the release itself rejects)")
+    if options.derived_keys:
+        _record_derived_keys(options.derived_keys, options.version,
+                             [key for key, count in derived_keys.items() if count == len(valid)])
     if options.json:
         options.json.write_text(json.dumps({"version": options.version, "results": results,
                                             "default_differs": sorted(default_differs),

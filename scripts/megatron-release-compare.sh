@@ -2,7 +2,8 @@
 # A Megatron release from its git tag against megaplug at that release (the tier's Python,
 # the tag's source first on PYTHONPATH): scripts/megatron-release-compare.py says what it does.
 #
-#   bash scripts/megatron-release-compare.sh core_v0.15.3 [--json FILE]
+#   bash scripts/megatron-release-compare.sh core_v0.15.3 [--json FILE] [--derived-keys FILE]
+#   bash scripts/megatron-release-compare.sh d98e8a64dd   (Megatron-LM main)
 # MEGATRON_GIT_DIR: Megatron-LM's git directory (default: the session's mirror).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,5 +17,6 @@ fi
 # Older releases import six (BERT tokenizer), which newer megatron-core no longer needs.
 PYTHON="$(bash scripts/megatron-overlay.sh "${TMPDIR:-/tmp}/megaplug-megatron-releases" six pydantic)"
 VERSION="${TAG#core_v}"
+[ "$VERSION" = "$TAG" ] && VERSION=main  # a commit of Megatron-LM main (d98e8a64dd)
 PYTHONPATH="$SOURCE${PYTHONPATH:+:$PYTHONPATH}" exec "$PYTHON" -W ignore \
     scripts/megatron-release-compare.py "$VERSION" "$@"

@@ -197,3 +197,26 @@ def test_a_launch_invalid_under_its_release_compares_only_that_releases_settings
         "unrecognized argument --disable-ckpt-fully-parallel-save in command line"]
     assert "muon_tp_mode" not in values(found)  # a 0.16+ flag: not in 0.15's namespace
     assert "muon_tp_mode" in {s["setting"] for s in found["new_settings"]}
+
+
+def test_a_checkpoints_saved_arguments_are_the_launch(capsys, clean_env, tmp_path):
+    torch = pytest.importorskip("torch")
+    from megaplug import TargetEnvironment, resolve
+
+    target = TargetEnvironment(packages={"megatron_core": "0.15.0", "multistorageclient": None})
+    saved = resolve([*VALID, "--use-legacy-models", "--eval-interval", "500"], environ={},
+                    target=target).to_namespace(torch_types=True)
+    checkpoint = tmp_path / "ckpt"
+    (checkpoint / "iter_0000010" / "mp_rank_00").mkdir(parents=True)
+    torch.save({"args": saved, "iteration": 10, "checkpoint_version": 3.0},
+               checkpoint / "iter_0000010" / "mp_rank_00" / "model_optim_rng.pt")
+    (checkpoint / "latest_checkpointed_iteration.txt").write_text("10")
+    code, out, err = run(capsys, "upgrade", "--from", "0.15.0", "--to", "0.19.2", *NO_MSC,
+                         "--format", "json", str(checkpoint))
+    assert code == 1, err
+    found = json.loads(out)
+    assert found["source"] == f"checkpoint {checkpoint} (iteration 10)"
+    assert [f["flag"] for f in found["flags"]] == ["--use-legacy-models"]
+    # the run's own --eval-interval 500 is kept on both sides: no default change shows
+    assert "eval_interval" not in values(found)
+    assert values(found)["data_parallel_sharding_strategy"]["kind"] == "default"

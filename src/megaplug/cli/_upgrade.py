@@ -54,8 +54,10 @@ def run_upgrade(options: argparse.Namespace, args: list[str]) -> int:
         raise UsageError(f"megaplug upgrade: --from and --to state {PACKAGE}'s version; "
                          f"leave it out of --assume")
     source_label, argv, settings = _launch(options, args)
-    old = _resolve(options, options.from_version, argv)
-    new = _resolve(options, options.to_version, argv)
+    with _as_config_file(_chosen(options, settings)) as config:
+        launch = [*config, *argv]
+        old = _resolve(options, options.from_version, launch)
+        new = _resolve(options, options.to_version, launch)
     flags = flag_changes(old.kernel, new.kernel, argv, settings)
     report = compare(old, new, flags, given=_given(old, argv, settings))
     report["source"] = source_label
@@ -121,6 +123,41 @@ def _saved_side(options: argparse.Namespace, path: str) -> Any:
         return load_side(_kernel(options, options.from_version), options, path, [])
     except UsageError as exc:
         raise UsageError(str(exc).replace("megaplug diff:", "megaplug upgrade:")) from None
+
+
+def _chosen(options: argparse.Namespace, settings: dict[str, Any]) -> dict[str, Any]:
+    """The saved settings the run chose: its flags (not derived values) at values other than
+    the declared defaults of the release it ran on."""
+    table = _kernel(options, options.from_version).table
+    chosen = {}
+    for dest, value in settings.items():
+        spec = table.by_dest.get(dest, [None])[0]
+        if spec is not None and spec.kind == "flag" and encode(spec.default) != value:
+            chosen[dest] = value
+    return chosen
+
+
+class _as_config_file:
+    """``["--config", PATH]`` of a temporary JSON file holding ``settings`` (none: ``[]``),
+    removed afterwards."""
+
+    def __init__(self, settings: dict[str, Any]) -> None:
+        self.settings, self.directory = settings, None
+
+    def __enter__(self) -> list[str]:
+        if not self.settings:
+            return []
+        import tempfile
+
+        self.directory = tempfile.TemporaryDirectory(prefix="megaplug-upgrade-")
+        path = os.path.join(self.directory.name, "launch.json")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(to_json(self.settings))
+        return ["--config", path]
+
+    def __exit__(self, *exc: object) -> None:
+        if self.directory is not None:
+            self.directory.cleanup()
 
 
 def _given(old: Side, argv: Sequence[str], settings: dict[str, Any]) -> set[str]:
