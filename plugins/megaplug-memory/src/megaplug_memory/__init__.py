@@ -7,7 +7,8 @@ buffers -- from the resolved arguments; ``megaplug memory`` prints it (through t
 whose worst rank will not fit when the target GPU's memory is known.
 
 The check follows pre-flight's switch: ``MEGAPLUG_PREFLIGHT=0`` turns it off with the rest;
-``-p no:memory`` unloads the plugin.
+``-p no:memory`` unloads the plugin. It runs only where the target GPU's memory is known
+(``--assume-device-memory``, or NVML on a GPU node).
 """
 
 from __future__ import annotations
@@ -20,9 +21,13 @@ _OFF = frozenset({"0", "false", "no", "off"})
 
 
 def enabled(config: Draft) -> bool:
-    """Whether the check runs: as pre-flight does (on unless ``MEGAPLUG_PREFLIGHT`` is off)."""
+    """Whether the check runs: as pre-flight does (on unless ``MEGAPLUG_PREFLIGHT`` is off),
+    and only where the target GPU's memory is known -- elsewhere the estimator is not even
+    imported."""
     value = config.env.getenv(SWITCH)
-    return value is None or value.strip().lower() not in _OFF
+    if value is not None and value.strip().lower() in _OFF:
+        return False
+    return config.env.memory() is not None
 
 
 rules = Rules()
