@@ -98,14 +98,15 @@ ERRORS = {
 }
 
 
-@pytest.mark.parametrize("closed", [False, True], ids=["full", "closed"])
+@pytest.mark.parametrize("failure", ["full-unbuffered", "full-buffered", "closed"])
 @pytest.mark.parametrize("error", sorted(ERRORS))
-def test_an_error_keeps_its_exit_code_when_stderr_cannot_be_written(warm, error, closed):
-    if closed:
-        result = _process(ERRORS[error], warm, stderr=None, close="2", PYTHONUNBUFFERED="1")
+def test_an_error_keeps_its_exit_code_when_stderr_cannot_be_written(warm, error, failure):
+    env = {} if failure == "full-buffered" else {"PYTHONUNBUFFERED": "1"}
+    if failure == "closed":
+        result = _process(ERRORS[error], warm, stderr=None, close="2", **env)
     else:
         with open("/dev/full", "w") as full:
-            result = _process(ERRORS[error], warm, stderr=full, PYTHONUNBUFFERED="1")
+            result = _process(ERRORS[error], warm, stderr=full, **env)
     assert result.returncode == EXIT_INVALID
     assert result.stdout.decode() == ""  # the problems never land on stdout instead
 

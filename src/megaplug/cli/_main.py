@@ -82,18 +82,20 @@ def run() -> NoReturn:
 
 
 def _flushed(code: int) -> int:
-    """``code``, once stdout and stderr are flushed; what the interpreter answers when a
-    flush fails: 120, or quietly the closed-pipe code if the reader left early."""
+    """``code``, once stdout and stderr are flushed; what the interpreter answers when
+    flushing stdout fails: 120, or quietly the closed-pipe code if the reader left early.
+    A stderr that cannot be written loses its messages, not the command's exit code."""
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:
                 stream.flush()
         except BrokenPipeError:
-            code = EXIT_PIPE_CLOSED
+            if stream is sys.stdout:
+                code = EXIT_PIPE_CLOSED
         except (OSError, ValueError) as error:
             if stream is sys.stdout:
                 report_output_failure(str(error))
-            code = EXIT_FLUSH_FAILED
+                code = EXIT_FLUSH_FAILED
     return code
 
 
