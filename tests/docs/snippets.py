@@ -199,11 +199,27 @@ DOCS = DocsSybil(parsers=[BlockParser()], path=str(REPO), setup=_setup_page,
 
 # -- where a page runs ------------------------------------------------------------------------
 
+#: Folders never copied into a page's working copy when git cannot list the checkout.
+_NOT_COPIED = re.compile(r"^(\.git|\.venv.*|__pycache__|.*\.egg-info|\.whl|\.pytest_cache)$")
+
+
 def _checkout_files(root: Path) -> List[str]:
-    """The files git tracks or would track (untracked, not ignored) under ``root``."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                            cwd=root, capture_output=True, check=True).stdout
-    return sorted({name for name in listed.decode().split("\0") if name})
+    """The files git tracks or would track (untracked, not ignored) under ``root``.
+
+    Where ``root`` is no git checkout (a copy sent to a GPU machine), every file but
+    environments, caches and build metadata.
+    """
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=root, capture_output=True, check=True).stdout
+        return sorted({name for name in listed.decode().split("\0") if name})
+    except (OSError, subprocess.CalledProcessError):
+        found = []
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = [d for d in dirs if not _NOT_COPIED.match(d)]
+            found += [os.path.relpath(os.path.join(folder, name), root) for name in files]
+        return sorted(found)
 
 
 class Workspace:
