@@ -9,7 +9,7 @@ from ._config import Resolved
 from ._kernel import Kernel
 from ._plugins import PluginSet
 from .sources._selection import PluginSelection
-from .sources._config_files import take_config_files
+from .sources._config_files import command_line_tokens, take_config_files
 from .environment import TargetEnvironment
 
 TYPE_CHECKING = False
@@ -49,23 +49,6 @@ def load(argv: Sequence[str] = (), *, environ: Mapping[str, str] | None = None,
             if was_enabled:
                 gc.enable()
     return _KERNELS[key], rest
-
-
-def command_line_tokens(items: Any, name: str) -> list[str]:
-    """``items`` as a list of str, a path (``pathlib.Path``) as its text; a single string,
-    or an item that is neither text nor a path, is a ``TypeError`` naming it."""
-    if isinstance(items, (str, bytes)):
-        raise TypeError(f"{name} must be a list of str, not one {type(items).__name__} "
-                        f"({items[:40]!r}); split it first (shlex.split)")
-    tokens = []
-    for index, item in enumerate(items):
-        if isinstance(item, os.PathLike):
-            item = os.fspath(item)
-        if not isinstance(item, str):
-            raise TypeError(f"{name}[{index}] is {item!r}, a {type(item).__name__}; every "
-                            "item must be a str (or a path): write numbers as text")
-        tokens.append(item)
-    return tokens
 
 
 def resolve(argv: Sequence[str] | None = None, *, config_files: Sequence[str] = (),

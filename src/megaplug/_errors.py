@@ -7,7 +7,7 @@ from ._record import FrozenRecord, MutableRecord
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Iterable, Sequence
+    from typing import Any, Iterable, Sequence
 
 
 class Problem(FrozenRecord):
@@ -88,6 +88,10 @@ class ConfigError(Exception):
         self.problems: tuple[Problem, ...] = tuple(problems)
         self.warnings: tuple[Problem, ...] = tuple(warnings)
         super().__init__("\n".join(report_lines(self.problems)))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickled (a worker's error sent to its parent) by its problems, not its report text
+        return type(self), (self.problems, self.warnings)
 
 
 class PluginError(Exception):

@@ -13,7 +13,7 @@ from ._plugins import (ACTIVE, BLOCKED, BROKEN, UNAVAILABLE, PluginInfo, PluginR
                        PluginSet, describe_failure)
 from ._registry import FlagDeclarations, FlagTable, unresolved
 from ._rules import RuleStep, reference_problems
-from .sources._config_files import ConfigFileError, load_config_file
+from .sources._config_files import ConfigFileError, load_config_file, spelled_twice
 from .environment import TargetEnvironment
 from .environment._line_facts import fill_withheld, report_lines
 from .sources._command_line import NEGATIVE_NUMBER, Occurrence, split
@@ -232,6 +232,7 @@ class Kernel:
         except ConfigFileError as exc:
             sink.add(Problem(str(exc), ("--config",), "check the path and the file's syntax"))
             return False
+        sink.problems += spelled_twice(data, f"config file {path}", self.table)
         for key, raw in data.items():
             spec = self.table.lookup(str(key))
             if spec is None:
@@ -343,8 +344,10 @@ class Kernel:
                               provenance: dict[str, Provenance], sink: ProblemSink) -> None:
         """Apply a caller's defaults (Megatron's ``args_defaults``) to parsed ``values``:
         they fill settings that are still None; a different given value wins, with a warning."""
+        sink.problems += spelled_twice(defaults, "the caller's defaults", self.table)
         for key, raw in defaults.items():
             value = self.convert(key, raw, source="caller-default")
+            key = spec.dest if (spec := self.table.lookup(key)) is not None else key
             current = values.get(key)
             if current is None:
                 _give(values, provenance, key, value, sink, "", "caller-default",

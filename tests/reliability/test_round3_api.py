@@ -129,3 +129,26 @@ def test_a_path_in_config_files_reads_the_file_as_its_text_would(tmp_path):
         by_text = megaplug.resolve(MINIMAL, config_files=[str(path)], environ={})
     assert by_path.source("seed") == by_text.source("seed")
     assert Path(by_path.source("seed").detail) == path
+
+
+def test_errors_pickle_with_their_problems():
+    """A worker's error sent to its parent (multiprocessing, torch elastic) keeps every
+    problem; the facade's leaves its partial draft behind."""
+    from megaplug.megatron import ConfigError as FacadeError, UsageError, parse_and_validate_args
+
+    with resolve_environment():
+        with pytest.raises(megaplug.ConfigError) as plain:
+            megaplug.resolve([*MINIMAL, "--fp16", "--bf16"], environ={})
+        with pytest.raises(FacadeError) as facade:
+            parse_and_validate_args(argv=[*MINIMAL, "--fp16", "--bf16"], environ={},
+                                    torch_types=False, register=False)
+        with pytest.raises(UsageError) as usage:
+            parse_and_validate_args(argv=[*MINIMAL, "--bogus"], environ={},
+                                    torch_types=False, register=False)
+    for error in (plain.value, facade.value, usage.value):
+        again = pickle.loads(pickle.dumps(error))
+        assert type(again) is type(error) and str(again) == str(error)
+        assert again.problems == error.problems and again.warnings == error.warnings
+    assert facade.value.partial is not None
+    assert pickle.loads(pickle.dumps(facade.value)).partial is None
+    assert pickle.loads(pickle.dumps(usage.value)).code == usage.value.code

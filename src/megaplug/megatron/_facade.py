@@ -46,6 +46,10 @@ class ConfigError(_errors.ConfigError, AssertionError):
         super().__init__(problems, warnings)
         self.partial = partial
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # the draft holds the flag table's parsers (code): a pickled error goes without it
+        return type(self), (self.problems, None, self.warnings)
+
 
 class UsageError(ConfigError, SystemExit):
     """Every problem, when some are with the command line itself (an unknown flag, a value

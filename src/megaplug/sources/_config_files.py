@@ -104,3 +104,20 @@ def spelled_twice(data: Mapping[str, Any], where: str, table: Any) -> list[Probl
                     "silently win)", (table.spelling(dest),), "keep one of them",
                     table.owner(dest))
             for dest, keys in spellings.items() if len(keys) > 1]
+
+
+def command_line_tokens(items: Any, name: str) -> list[str]:
+    """``items`` as a list of str, a path (``pathlib.Path``) as its text; a single string,
+    or an item that is neither text nor a path, is a ``TypeError`` naming it."""
+    if isinstance(items, (str, bytes)):
+        raise TypeError(f"{name} must be a list of str, not one {type(items).__name__} "
+                        f"({items[:40]!r}); split it first (shlex.split)")
+    tokens = []
+    for index, item in enumerate(items):
+        if isinstance(item, os.PathLike):
+            item = os.fspath(item)
+        if not isinstance(item, str):
+            raise TypeError(f"{name}[{index}] is {item!r}, a {type(item).__name__}; every "
+                            "item must be a str (or a path): write numbers as text")
+        tokens.append(item)
+    return tokens
