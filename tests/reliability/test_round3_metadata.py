@@ -78,13 +78,17 @@ def test_a_megaplug_section_that_is_not_utf_8_is_a_broken_plugin(site, capsys):
     assert code == 0, err
 
 
-@pytest.mark.parametrize("kind", ["fifo", "device", "huge", "directory"])
+@pytest.mark.parametrize("kind", ["fifo", "device", "huge", "directory", "fifo METADATA"])
 def test_a_metadata_file_that_is_no_regular_file_neither_hangs_nor_crashes(tmp_path, kind):
     site = tmp_path / "site"
     site.mkdir()
     path = distribution(site, "odd", None)
     target = path / "entry_points.txt"
-    if kind == "fifo":
+    if kind == "fifo METADATA":
+        target.write_text("[megaplug]\nodd = odd_plugin\n")
+        (path / "METADATA").unlink()
+        os.mkfifo(path / "METADATA")
+    elif kind == "fifo":
         os.mkfifo(target)
     elif kind == "device":
         target.symlink_to("/dev/zero")

@@ -131,6 +131,7 @@ def test_the_command_line_runs_preflight_unless_the_switch_says_no(value, expect
 
 @pytest.mark.parametrize(("environ", "expected"), [
     ({"MEGAPLUG_CACHE_DIR": "/c", "HOME": "/h"}, "/c"),
+    ({"MEGAPLUG_CACHE_DIR": "/", "HOME": "/h"}, None),
     ({"XDG_CACHE_HOME": "/x", "HOME": "/h"}, "/x/megaplug"),
     ({"XDG_CACHE_HOME": "relative", "HOME": "/h"}, "/h/.cache/megaplug"),
     ({"XDG_CACHE_HOME": "/", "HOME": "/h"}, "/h/.cache/megaplug"),

@@ -205,9 +205,12 @@ def _distribution_entry_points(path: str, group: str) -> list[EntryPointInfo]:
         return [_unreadable_entry(path, str(error))]
     if not pairs:
         return []
-    about = _read_text(os.path.join(path, "METADATA"))
-    if about is None:
-        about = _read_text(os.path.join(path, "PKG-INFO")) or ""
+    try:
+        about = _read_text(os.path.join(path, "METADATA"))
+        if about is None:
+            about = _read_text(os.path.join(path, "PKG-INFO")) or ""
+    except _Unreadable as error:
+        return [_unreadable_entry(path, str(error))]
     headers: dict[str, str] = {}
     for line in about.splitlines():
         if not line.strip():

@@ -115,15 +115,15 @@ def _cache_path() -> str | None:
 
 
 def cache_directory(environ: Any = None) -> str | None:
-    """Where the caches live: ``MEGAPLUG_CACHE_DIR`` as given, else ``megaplug`` under
-    ``XDG_CACHE_HOME`` (when absolute, as the XDG specification says) or under the home
-    directory's ``.cache``; ``None`` when there is no home to put it in (``HOME`` empty,
-    relative or the filesystem root: never the root's or the working directory's
-    ``.cache`` by accident)."""
+    """Where the caches live: ``MEGAPLUG_CACHE_DIR`` as given (but never ``/``), else
+    ``megaplug`` under ``XDG_CACHE_HOME`` (when absolute, as the XDG specification says)
+    or under the home directory's ``.cache``; ``None`` (no cache) when there is no home to
+    put it in (``HOME`` empty, relative or the filesystem root: never the root's or the
+    working directory's ``.cache`` by accident)."""
     env = os.environ if environ is None else environ
     chosen = env.get("MEGAPLUG_CACHE_DIR", "")
     if chosen:
-        return chosen
+        return chosen if _is_below_root(chosen) else None
     xdg = env.get("XDG_CACHE_HOME", "")
     if os.path.isabs(xdg) and _is_below_root(xdg):
         return os.path.join(xdg, "megaplug")
