@@ -311,6 +311,9 @@ def in_megatron_tier() -> bool:
 
 def skip_reason(block: Block) -> Optional[str]:
     """Why ``block`` does not run here, or None when it does."""
+    only = {word for word in os.environ.get("MEGAPLUG_DOCS_ONLY", "").split(",") if word}
+    if only and not only & set(block.markers):
+        return f"MEGAPLUG_DOCS_ONLY={','.join(sorted(only))}: only blocks marked so run"
     if "skip" in block.markers:
         return f"cannot run as written: {block.markers['skip']}"
     if "megatron" in block.markers and not in_megatron_tier():

@@ -230,3 +230,21 @@ def test_every_covered_page_is_collected():
             "examples/megaplug-example-plugin/README.md",
             "plugins/megaplug-moe/README.md"} <= covered
     assert not any("/tests/" in page or page.startswith("tests/") for page in covered)
+
+
+def test_docs_only_runs_the_blocks_marked_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEGAPLUG_DOCS_ONLY", "megatron,gpu")
+    results = run_page(tmp_path, """
+```console
+$ true
+```
+
+<!-- docs: gpu -->
+```console
+$ nvidia-smi -L
+```
+""")
+    assert results[0] == "skipped: MEGAPLUG_DOCS_ONLY=gpu,megatron: only blocks marked so run"
+    if not snippets.has_gpu():
+        assert results[1] == ("skipped: needs a CUDA GPU: runs where nvidia-smi lists one "
+                              "(docs/snippets.md)")
