@@ -1,0 +1,47 @@
+"""Print the measured corpus beside this estimator and Megatron's own (Markdown rows).
+
+    python plugins/megaplug-memory/scripts/accuracy_table.py
+
+Runs anywhere megaplug and this plugin are installed (no GPU): each point's command line is
+resolved by megaplug for its rank, then estimated. docs/memory.md holds its output.
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from corpus import GIB, points, resolved, tolerance  # noqa: E402
+from measure_batches import unseen_names  # noqa: E402
+
+from megaplug_memory.estimator import estimate  # noqa: E402
+
+
+def main() -> None:
+    unseen = unseen_names()
+    print("| point | rank | measured GiB | megaplug GiB | error | Megatron GiB | error |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    counts = {"ours": 0, "megatron": 0, "n": 0}
+    for point in points():
+        ours = estimate(resolved(point), rank=point["rank"])[0].peak
+        megatron = point["megatron_estimate_bytes"]
+        name = point["name"] + (" (unseen)" if point["name"] in unseen else "")
+        if point["outcome"] == "oom":
+            print(f"| {name} | {point['rank']} | out of memory | {ours / GIB:.1f} | - | "
+                  f"{megatron / GIB:.1f} | - |")
+            continue
+        if point["outcome"] != "ok":
+            continue
+        measured = point["peak_allocated_bytes"]
+        counts["n"] += 1
+        counts["ours"] += abs(ours - measured) <= tolerance(measured)
+        counts["megatron"] += abs(megatron - measured) <= tolerance(measured)
+        print(f"| {name} | {point['rank']} | {measured / GIB:.1f} | {ours / GIB:.1f} | "
+              f"{100 * (ours - measured) / measured:+.0f}% | {megatron / GIB:.1f} | "
+              f"{100 * (megatron - measured) / measured:+.0f}% |")
+    print(f"\nwithin 10% or 2 GiB: megaplug {counts['ours']} of {counts['n']}, "
+          f"Megatron {counts['megatron']} of {counts['n']}")
+
+
+if __name__ == "__main__":
+    main()
