@@ -1,0 +1,81 @@
+"""The target GPU's memory: --assume-device-memory, and NVML's total through ctypes."""
+
+from __future__ import annotations
+
+import pytest
+
+from megaplug.environment import TargetEnvironment, _devices, parse_assumed_memory
+
+from nvml_support import H100, FakeNVML, devices
+
+GIB = 1 << 30
+
+
+class MemoryNVML(FakeNVML):
+    """The capability double, with each device's total memory."""
+
+    def __init__(self, totals, **kwargs):
+        super().__init__(devices(*[H100] * len(totals)), **kwargs)
+        self.totals = list(totals)
+
+    def nvmlDeviceGetMemoryInfo(self, handle, memory):
+        memory.contents.total = self.totals[handle.value - 0x1000]
+        memory.contents.free = memory.contents.total // 2
+        return self._status("nvmlDeviceGetMemoryInfo")
+
+
+@pytest.fixture
+def driver(monkeypatch, tmp_path):
+    """A machine whose NVIDIA driver is loaded and whose NVML is ``driver.nvml``."""
+    marker = tmp_path / "nvidia"
+    marker.mkdir()
+    monkeypatch.setattr(_devices, "DRIVER_MARKERS", (str(marker),))
+
+    class Driver:
+        nvml: object = None
+
+    monkeypatch.setattr(_devices, "open_nvml", lambda: Driver.nvml)
+    return Driver
+
+
+@pytest.mark.parametrize(("text", "size"), [
+    ("80GB", 80 * 10**9), ("139.8GiB", int(139.8 * GIB)), ("1024", 1024), ("512MiB", 512 << 20),
+    ("2TB", 2 * 10**12), (" none ", None)])
+def test_sizes_are_read_in_decimal_and_binary_units(text, size):
+    assert parse_assumed_memory(text) == size
+
+
+@pytest.mark.parametrize("text", ["", "GB", "80XB", "-1GB", "1.2.3GB", "0GB", "eighty"])
+def test_anything_else_is_refused_with_the_forms_it_takes(text):
+    with pytest.raises(ValueError, match="--assume-device-memory"):
+        parse_assumed_memory(text)
+
+
+def test_nvml_gives_the_smallest_device_and_shuts_down(driver):
+    driver.nvml = MemoryNVML([141 * GIB, 80 * GIB])
+    assert _devices.local_device_memory({}) == 80 * GIB
+    assert driver.nvml.calls[-1] == "nvmlShutdown"
+
+
+def test_no_driver_no_library_or_a_failing_call_is_unknown(driver, monkeypatch):
+    assert _devices.local_device_memory({}) is None  # no library
+    driver.nvml = MemoryNVML([80 * GIB], init_status=9)
+    assert _devices.local_device_memory({}) is None  # driver not loaded
+    driver.nvml = MemoryNVML([80 * GIB], failing={"nvmlDeviceGetMemoryInfo": 999})
+    assert _devices.local_device_memory({}) is None
+    driver.nvml = MemoryNVML([80 * GIB])
+    assert _devices.local_device_memory({"CUDA_VISIBLE_DEVICES": ""}) is None  # none visible
+    monkeypatch.setattr(_devices, "DRIVER_MARKERS", ("/nonexistent/nvidia",))
+    assert _devices.local_device_memory({}) is None
+
+
+def test_the_target_reads_it_once_unless_stated(driver):
+    driver.nvml = MemoryNVML([80 * GIB])
+    target = TargetEnvironment(environ={})
+    assert target.memory() == 80 * GIB
+    driver.nvml = MemoryNVML([40 * GIB])
+    assert target.memory() == 80 * GIB  # read once
+    stated = TargetEnvironment(environ={})
+    stated.device_memory = None
+    assert stated.memory() is None  # stated unknown: NVML is not asked
+    assert stated.with_environ({"A": "1"}).memory() is None
