@@ -37,9 +37,7 @@ COMMON = [
     "--tokenizer-type", "NullTokenizer", "--train-iters", str(ITERATIONS), "--eval-iters", "0",
     "--eval-interval", "100000", "--log-interval", "1", "--lr", "1e-4", "--min-lr", "1e-5",
     "--fake-process-group", "--seed", "1234", "--no-load-optim", "--no-load-rng",
-    "--exit-on-missing-checkpoint",
 ]
-COMMON = [a for a in COMMON if a != "--exit-on-missing-checkpoint"]
 
 LLAMA = ["--hidden-size", "4096", "--ffn-hidden-size", "14336", "--num-attention-heads", "32",
          "--group-query-attention", "--num-query-groups", "8", "--swiglu",
@@ -57,7 +55,8 @@ MODELS = {
     "dsmoe": ["--hidden-size", "2048", "--ffn-hidden-size", "10944", "--num-attention-heads", "16",
               "--swiglu", "--normalization", "RMSNorm", "--position-embedding-type", "rope",
               "--untie-embeddings-and-output-weights", "--disable-bias-linear",
-              "--attention-dropout", "0", "--hidden-dropout", "0", "--no-rope-fusion", "--vocab-size", "102400",
+              "--attention-dropout", "0", "--hidden-dropout", "0", "--no-rope-fusion",
+              "--vocab-size", "102400",
               "--num-experts", "64", "--moe-ffn-hidden-size", "1408",
               "--moe-shared-expert-intermediate-size", "2816", "--moe-router-topk", "6"],
 }
@@ -66,7 +65,8 @@ MODELS = {
 def config(name, model, layers, world, rank, seq, mbs, microbatches=2, tp=1, pp=1, extra=()):
     """One measured point: a rank of a world-size job; global batch = mbs x dp x microbatches."""
     extra = list(extra)
-    cp = int(extra[extra.index("--context-parallel-size") + 1]) if "--context-parallel-size" in extra else 1
+    flag = "--context-parallel-size"
+    cp = int(extra[extra.index(flag) + 1]) if flag in extra else 1
     dp = world // (tp * pp * cp)
     argv = (MODELS[model] + ["--num-layers", str(layers), "--seq-length", str(seq),
             "--max-position-embeddings", str(seq), "--micro-batch-size", str(mbs),
@@ -79,7 +79,8 @@ def config(name, model, layers, world, rank, seq, mbs, microbatches=2, tp=1, pp=
 # --transformer-impl local refuses sequence parallelism (torch norms): SP is modelled, not measured.
 SP: list[str] = []
 DO = ["--use-distributed-optimizer"]
-FULL = ["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"]
+FULL = ["--recompute-granularity", "full", "--recompute-method", "uniform",
+        "--recompute-num-layers", "1"]
 SEL = ["--recompute-granularity", "selective"]
 A2A = ["--moe-token-dispatcher-type", "alltoall"]
 AG = ["--moe-token-dispatcher-type", "allgather"]
@@ -88,12 +89,16 @@ BATCHES = {
     "A": [
         config("llama8b-l8-dp8-s2k-m1", "llama8b", 8, 8, 0, 2048, 1, extra=DO),
         config("llama8b-l8-dp8-s4k-m4", "llama8b", 8, 8, 0, 4096, 4, extra=DO),
-        config("llama8b-l32-tp4pp4-s4k-first", "llama8b", 32, 32, 0, 4096, 1, 8, tp=4, pp=4, extra=SP + DO),
-        config("llama8b-l32-tp4pp4-s4k-last", "llama8b", 32, 32, 31, 4096, 1, 8, tp=4, pp=4, extra=SP + DO),
+        config("llama8b-l32-tp4pp4-s4k-first", "llama8b", 32, 32, 0, 4096, 1, 8, tp=4, pp=4,
+               extra=SP + DO),
+        config("llama8b-l32-tp4pp4-s4k-last", "llama8b", 32, 32, 31, 4096, 1, 8, tp=4, pp=4,
+               extra=SP + DO),
         config("llama8b-l32-tp4pp4vpp2-s4k-first", "llama8b", 32, 32, 0, 4096, 1, 8, tp=4, pp=4,
                extra=SP + DO + ["--num-layers-per-virtual-pipeline-stage", "4"]),
-        config("llama8b-l16-tp2-s8k-m2-full", "llama8b", 16, 8, 0, 8192, 2, tp=2, extra=SP + DO + FULL),
-        config("llama8b-l16-tp2-s8k-m2-selective", "llama8b", 16, 8, 0, 8192, 2, tp=2, extra=SP + DO + SEL),
+        config("llama8b-l16-tp2-s8k-m2-full", "llama8b", 16, 8, 0, 8192, 2, tp=2,
+               extra=SP + DO + FULL),
+        config("llama8b-l16-tp2-s8k-m2-selective", "llama8b", 16, 8, 0, 8192, 2, tp=2,
+               extra=SP + DO + SEL),
         config("llama8b-l16-tp2pp2-s4k-m2-block", "llama8b", 16, 16, 0, 4096, 2, 4, tp=2, pp=2,
                extra=SP + DO + ["--recompute-granularity", "full", "--recompute-method", "block",
                                 "--recompute-num-layers", "4"]),
@@ -121,20 +126,24 @@ BATCHES = {
         config("llama8b-l32-tp8pp2-s8k-m1-full-first", "llama8b", 32, 32, 0, 8192, 1, 4, tp=8, pp=2,
                extra=SP + DO + FULL),
         config("llama8b-l16-tp4-s8k-m8", "llama8b", 16, 8, 0, 8192, 8, tp=4, extra=SP + DO),
-        config("llama8b-l16-tp4-s8k-m4-selective", "llama8b", 16, 8, 0, 8192, 4, tp=4, extra=SP + DO + SEL),
+        config("llama8b-l16-tp4-s8k-m4-selective", "llama8b", 16, 8, 0, 8192, 4, tp=4,
+               extra=SP + DO + SEL),
         config("llama8b-l32-pp4vpp4-s2k-m2-first", "llama8b", 32, 8, 0, 2048, 2, 8, pp=4,
                extra=DO + ["--num-layers-per-virtual-pipeline-stage", "2"]),
         config("gpt2k-l24-dp8-s2k-m4-selective", "gpt2k", 24, 8, 0, 2048, 4, extra=SEL),
         config("gpt2k-l24-tp2-s2k-m8-nosp", "gpt2k", 24, 8, 0, 2048, 8, tp=2),
         config("gpt2k-l48-pp2-s4k-m1-last", "gpt2k", 48, 8, 7, 4096, 1, 4, pp=2, extra=DO),
-        config("mixtral-l8-ep4-s2k-m2-ag", "mixtral", 8, 8, 0, 2048, 2, extra=DO + AG + ["--expert-model-parallel-size", "4"]),
+        config("mixtral-l8-ep4-s2k-m2-ag", "mixtral", 8, 8, 0, 2048, 2,
+               extra=DO + AG + ["--expert-model-parallel-size", "4"]),
         config("mixtral-l16-ep2-s4k-m2-full", "mixtral", 16, 8, 0, 4096, 2,
                extra=DO + A2A + FULL + ["--expert-model-parallel-size", "2"]),
-        config("dsmoe-l8-ep8-s8k-m2-a2a", "dsmoe", 8, 8, 0, 8192, 2, extra=DO + A2A + ["--expert-model-parallel-size", "8"]),
+        config("dsmoe-l8-ep8-s8k-m2-a2a", "dsmoe", 8, 8, 0, 8192, 2,
+               extra=DO + A2A + ["--expert-model-parallel-size", "8"]),
         config("dsmoe-l8-ep4-s4k-m1-top2", "dsmoe", 8, 8, 0, 4096, 1,
                extra=DO + A2A + ["--expert-model-parallel-size", "4", "--moe-router-topk", "2"]),
         config("llama8b-l32-dp8-s4k-m2-oom", "llama8b", 32, 8, 0, 4096, 2),
-        config("mixtral-l16-ep8-s8k-m2-oom", "mixtral", 16, 8, 0, 8192, 2, extra=DO + A2A + ["--expert-model-parallel-size", "8"]),
+        config("mixtral-l16-ep8-s8k-m2-oom", "mixtral", 16, 8, 0, 8192, 2,
+               extra=DO + A2A + ["--expert-model-parallel-size", "8"]),
     ],
 }
 
@@ -146,14 +155,16 @@ BATCHES["C"] = [c for c in BATCHES["B"] if c["name"] in (
     config("gpt2k-l24-dp8-s8k-m1-selective", "gpt2k", 24, 8, 0, 8192, 1, extra=DO + SEL),
     config("mixtral-l8-ep8-s2k-m4-a2a", "mixtral", 8, 8, 0, 2048, 4,
            extra=DO + A2A + ["--expert-model-parallel-size", "8"]),
-    config("llama8b-l16-tp2pp2-s2k-m4-last", "llama8b", 16, 16, 15, 2048, 4, 4, tp=2, pp=2, extra=DO),
+    config("llama8b-l16-tp2pp2-s2k-m4-last", "llama8b", 16, 16, 15, 2048, 4, 4, tp=2, pp=2,
+           extra=DO),
     config("gpt2k-l24-tp4-s8k-m1", "gpt2k", 24, 8, 0, 8192, 1, tp=4, extra=DO),
     config("llama8b-l24-pp2-s4k-m2-block-first", "llama8b", 24, 16, 0, 4096, 2, 4, pp=2,
            extra=DO + ["--recompute-granularity", "full", "--recompute-method", "block",
                        "--recompute-num-layers", "6"]),
 ]
 
-# The first run of batch A had sequence parallelism in these (refused by the local path): rerun in B.
+# The first run of batch A had sequence parallelism in these (refused by the local path):
+# rerun in B.
 BATCHES["B"] = [c for c in BATCHES["A"] if "-tp" in c["name"]] + BATCHES["B"]
 
 
@@ -247,7 +258,8 @@ def child(megatron: str, result_path: str, argv: list[str]) -> None:
         record["status"] = "ok"
     except BaseException as error:  # SystemExit, OutOfMemoryError and the rest: record, then report
         text = f"{type(error).__name__}: {error}"
-        record["status"] = "oom" if ("out of memory" in text.lower() or "OutOfMemory" in text) else "error"
+        ran_out = "out of memory" in text.lower() or "OutOfMemory" in text
+        record["status"] = "oom" if ran_out else "error"
         record["error"] = text[:600]
     write()
     os._exit(0)
@@ -282,7 +294,8 @@ def driver(options) -> None:
             run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
             output, code = run.stdout + run.stderr, run.returncode
         except subprocess.TimeoutExpired as expired:
-            output = (expired.stdout or b"").decode() if isinstance(expired.stdout, bytes) else (expired.stdout or "")
+            partial = expired.stdout or ""
+            output = partial.decode() if isinstance(partial, bytes) else partial
             code = "timeout"
         seconds = time.monotonic() - t0
         try:
@@ -295,11 +308,13 @@ def driver(options) -> None:
             handle.write(json.dumps(line) + "\n")
         tail = [l for l in output.splitlines() if "warn" not in l.lower()][-12:]
         with open(logs, "a") as handle:
-            handle.write(f"==== {cfg['name']} exit {code} {seconds:.1f}s\n" + "\n".join(tail) + "\n")
+            handle.write(f"==== {cfg['name']} exit {code} {seconds:.1f}s\n"
+                         + "\n".join(tail) + "\n")
         peak = measured.get("max_allocated")
         print(f"{cfg['name']:45s} {measured.get('status')!s:9s} {seconds:6.1f}s "
               f"peak {peak / 2**30 if peak else float('nan'):7.2f} GiB "
-              f"megatron {measured.get('megatron_estimate_bytes', [0, 0, 0])[2] / 2**30:7.2f} GiB", flush=True)
+              f"megatron {measured.get('megatron_estimate_bytes', [0, 0, 0])[2] / 2**30:7.2f} GiB",
+              flush=True)
 
 
 def main() -> None:
@@ -308,7 +323,8 @@ def main() -> None:
     parser.add_argument("--batch", default="A", choices=sorted(BATCHES))
     parser.add_argument("--out", default=os.environ.get("OUT", "/tmp/memory-corpus"))
     parser.add_argument("--scratch", default="/tmp")
-    parser.add_argument("--budget", type=float, default=520, help="start no config after this many s")
+    parser.add_argument("--budget", type=float, default=520,
+                        help="start no config after this many seconds")
     parser.add_argument("--per-config", type=float, default=120)
     parser.add_argument("--only", default="")
     parser.add_argument("--list", action="store_true")

@@ -68,6 +68,12 @@ class Job:
     """The numbers the estimate needs, read once from resolved values."""
 
     def __init__(self, values: Mapping[str, Any]) -> None:
+        self._parallelism(values)
+        self._shape(values)
+        self._mixture_of_experts(values)
+        self._recompute_and_precision(values)
+
+    def _parallelism(self, values: Mapping[str, Any]) -> None:
         get = values.get
         self.world = _int(values, "world_size", 1)
         self.tp = _int(values, "tensor_model_parallel_size", 1)
@@ -80,6 +86,11 @@ class Job:
         self.expert_dp = max(1, (self.dp * self.tp * self.cp) // (self.etp * self.ep))
         self.vpp = _int(values, "virtual_pipeline_model_parallel_size", 1) or 1
         self.sp = bool(get("sequence_parallel")) and self.tp > 1
+        self.first_stage_layers = _int(values, "decoder_first_pipeline_num_layers", 0)
+        self.last_stage_layers = _int(values, "decoder_last_pipeline_num_layers", 0)
+
+    def _shape(self, values: Mapping[str, Any]) -> None:
+        get = values.get
         self.layers = _int(values, "num_layers", 1)
         self.hidden = _int(values, "hidden_size")
         self.ffn = _int(values, "ffn_hidden_size", 4 * self.hidden)
@@ -107,15 +118,6 @@ class Job:
         self.param_bytes = 2 if self.half else 4
         self.local = str(get("transformer_impl") or "transformer_engine") == "local"
         self.softmax_fp32 = bool(get("attention_softmax_in_fp32"))
-        # Mixture of experts
-        self.experts = _int(values, "num_experts", 0)
-        self.expert_ffn = _int(values, "moe_ffn_hidden_size", 0) or self.ffn
-        self.shared_ffn = _int(values, "moe_shared_expert_intermediate_size", 0)
-        self.topk = _int(values, "moe_router_topk", 2)
-        self.capacity = get("moe_expert_capacity_factor")
-        self.dispatcher = str(get("moe_token_dispatcher_type") or "allgather")
-        self.moe_pattern = _moe_pattern(get("moe_layer_freq"), self.layers) if self.experts else []
-        # Multi-latent attention
         self.mla = bool(get("multi_latent_attention"))
         self.q_lora = _int(values, "q_lora_rank", 0)
         self.kv_lora = _int(values, "kv_lora_rank", 512)
@@ -123,13 +125,24 @@ class Job:
         self.qk_rope = _int(values, "qk_pos_emb_head_dim", 64)
         self.v_head = _int(values, "v_head_dim", 128)
         self.mtp = _int(values, "mtp_num_layers", 0)
-        # Recomputation
+
+    def _mixture_of_experts(self, values: Mapping[str, Any]) -> None:
+        get = values.get
+        self.experts = _int(values, "num_experts", 0)
+        self.expert_ffn = _int(values, "moe_ffn_hidden_size", 0) or self.ffn
+        self.shared_ffn = _int(values, "moe_shared_expert_intermediate_size", 0)
+        self.topk = _int(values, "moe_router_topk", 2)
+        self.capacity = get("moe_expert_capacity_factor")
+        self.dispatcher = str(get("moe_token_dispatcher_type") or "allgather")
+        self.moe_pattern = _moe_pattern(get("moe_layer_freq"), self.layers) if self.experts else []
+
+    def _recompute_and_precision(self, values: Mapping[str, Any]) -> None:
+        get = values.get
         self.recompute = get("recompute_granularity")
         self.recompute_method = get("recompute_method")
         self.recompute_layers = _int(values, "recompute_num_layers", 1)
         modules = get("recompute_modules")
         self.recompute_modules = set(modules or ("core_attn",))
-        # Precision and the optimizer
         self.distributed_optimizer = bool(get("use_distributed_optimizer"))
         self.adam = str(get("optimizer") or "adam") == "adam"
         in_bf16 = bool(get("grad_reduce_in_bf16")) or (
@@ -140,8 +153,6 @@ class Job:
         moment = (_bytes_of(get("exp_avg_dtype"), 4) + _bytes_of(get("exp_avg_sq_dtype"), 4)
                   if precision_aware else 8)
         self.moment_bytes = moment if self.adam else 4  # SGD keeps one momentum buffer
-        self.first_stage_layers = _int(values, "decoder_first_pipeline_num_layers", 0)
-        self.last_stage_layers = _int(values, "decoder_last_pipeline_num_layers", 0)
 
     # -- what a stage holds --------------------------------------------------------------
 
@@ -274,39 +285,56 @@ def layer_activations(job: Job, layer: int) -> int:
     total += a * t * job.heads * (job.v_head if job.mla else job.head_dim) // tp  # proj input
     if job.hidden_dropout > 0:
         total += 2 * replicated  # the two dropout masks of the bias-dropout-adds
-    # MLP block: its norm's input, the first projection's input
-    total += a * replicated + stats + (0 if "layernorm" in modules else a * replicated)
+    return total + _mlp_block_activations(job, layer, modules)
+
+
+def _mlp_block_activations(job: Job, layer: int, modules: set[str]) -> int:
+    """The MLP (or MoE) block's part of :func:`layer_activations`."""
+    a = job.param_bytes
+    t = job.seq * job.micro_batch // job.cp
+    h, tp = job.hidden, job.tp
+    replicated = t * h // (tp if job.sp else 1)
+    stats = 4 * t // (tp if job.sp else 1) * (2 if job.layernorm else 1)
+    # its norm's input and statistics, the first projection's (or the router's) input
+    total = a * replicated + stats + (0 if "layernorm" in modules else a * replicated)
     if not job.is_moe(layer):
         if "mlp" in modules:
             return total
         return total + _mlp_activations(job, t, job.ffn, tp)
     if "moe" in modules:
         return total
+    return total + _moe_activations(job, modules)
+
+
+def _moe_activations(job: Job, modules: set[str]) -> int:
+    """What an MoE layer's router, dispatcher and experts keep for one micro-batch."""
+    a = job.param_bytes
+    t = job.seq * job.micro_batch // job.cp
+    h, tp = job.hidden, job.tp
+    total = 0
     routed = t // (tp if job.sp else 1)
     total += 8 * routed * job.experts  # router scores and probabilities, fp32
-    imbalance = CALIBRATION["moe_imbalance_allgather" if job.dispatcher == "allgather" and job.ep > 1
-                            else "moe_imbalance"]
+    gathered = job.dispatcher == "allgather" and job.ep > 1
+    imbalance = CALIBRATION["moe_imbalance_allgather" if gathered else "moe_imbalance"]
     expert_tokens = routed * job.topk * imbalance
     if job.capacity is not None:
         expert_tokens = min(expert_tokens, routed * job.topk * float(job.capacity))
     expert_tokens = int(expert_tokens)
     total += a * expert_tokens * h * 2  # expert inputs and the outputs the combine keeps
     if "moe_act" not in modules:
-        total += _mlp_activations(job, expert_tokens, job.expert_ffn, job.etp, inputs=False)
+        total += _mlp_activations(job, expert_tokens, job.expert_ffn, job.etp)
     else:
         total += a * expert_tokens * job.expert_ffn // job.etp
     if job.dispatcher == "allgather":
         total += 4 * routed * job.ep * job.experts // job.ep  # the gathered routing map
     if job.shared_ffn and "shared_experts" not in modules:
-        total += _mlp_activations(job, t, job.shared_ffn, tp, inputs=False)
+        total += _mlp_activations(job, t, job.shared_ffn, tp)
     return total
 
 
-def _mlp_activations(job: Job, tokens: int, ffn: int, split: int, inputs: bool = False) -> int:
+def _mlp_activations(job: Job, tokens: int, ffn: int, split: int) -> int:
     """An MLP's activation input (twice as wide under SwiGLU) and second projection's input."""
-    a = job.param_bytes
-    width = ffn // split
-    return a * tokens * width * (3 if job.swiglu else 2) + (a * tokens * job.hidden if inputs else 0)
+    return job.param_bytes * tokens * (ffn // split) * (3 if job.swiglu else 2)
 
 
 def layer_input(job: Job) -> int:
@@ -358,6 +386,14 @@ def stage_estimate(job: Job, stage: int) -> dict[str, int]:
         optimizer = dense * state // job.dp + expert * state // job.expert_dp
     else:
         optimizer = params * state
+    activations, transient = activation_parts(job, stage)
+    return {"weights": weights, "gradients": gradients, "optimizer": optimizer,
+            "activations": activations, "transient": transient,
+            "other": int(CALIBRATION["other_bytes"])}
+
+
+def activation_parts(job: Job, stage: int) -> tuple[int, int]:
+    """(kept for backward by the micro-batches in flight, short-lived at the peak moment)."""
     layers = job.stage_layers(stage)
     per_microbatch = [layer_activations(job, layer) for layer in layers]
     flight = in_flight(job, stage)
@@ -389,9 +425,7 @@ def stage_estimate(job: Job, stage: int) -> dict[str, int]:
         logits = (job.param_bytes + 4) * t * job.vocab // job.tp  # logits + fp32 softmax
         logits += 2 * job.param_bytes * t * job.hidden  # final norm and output layer inputs
         transient = max(transient, logits)
-    return {"weights": weights, "gradients": gradients, "optimizer": optimizer,
-            "activations": activations, "transient": transient,
-            "other": int(CALIBRATION["other_bytes"])}
+    return activations, transient
 
 
 def stage_of(job: Job, rank: int) -> int:
