@@ -146,15 +146,15 @@ class Draft(_Settings):
                             ("phase", "parse"), ("_plugin", None), ("_rule", None)):
             object.__setattr__(self, name, value)
 
-    def for_rule(self, phase: str, plugin: str, rule: str | None) -> Draft:
+    def for_rule(self, phase: str, plugin: str, rule: str | None,
+                 _set: Any = object.__setattr__) -> Draft:
         """The same configuration as one rule of ``plugin`` sees it in ``phase``: what it
         sets and reports is recorded as that rule's (read-only in validate)."""
-        view = object.__new__(Draft)
-        for name in ("_values", "_provenance", "_removed", "_table", "_sink", "env"):
-            object.__setattr__(view, name, object.__getattribute__(self, name))
-        object.__setattr__(view, "phase", phase)
-        object.__setattr__(view, "_plugin", plugin)
-        object.__setattr__(view, "_rule", rule)
+        view = object.__new__(Draft)  # one per rule run: each assignment spelled out
+        _set(view, "_values", self._values), _set(view, "_provenance", self._provenance)
+        _set(view, "_removed", self._removed), _set(view, "_table", self._table)
+        _set(view, "_sink", self._sink), _set(view, "env", self.env)
+        _set(view, "phase", phase), _set(view, "_plugin", plugin), _set(view, "_rule", rule)
         return view
 
     def mutable_values(self) -> dict[str, Any]:
