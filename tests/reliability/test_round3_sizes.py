@@ -37,7 +37,8 @@ SIZE_FLAGS = {
     "--moe-router-group-topk": 1, "--q-lora-rank": 1, "--kv-lora-rank": 1,
     "--qk-head-dim": 1, "--v-head-dim": 1, "--train-iters": 1, "--eval-interval": 1,
     "--eval-iters": 1, "--hierarchical-context-parallel-sizes": 2, "--rampup-batch-size": 3,
-    "--window-size": 2,
+    "--window-size": 2, "--account-for-embedding-in-pipeline-split": 0,
+    "--account-for-loss-in-pipeline-split": 0,
 }
 ODD = ["-2147483648", "-3", "-2", "-1", "0", "1", "2", "3", "4", "8", "99991"]
 WORLDS = [None, "-8", "-1", "0", "1", "2", "8"]
@@ -78,6 +79,21 @@ def test_a_negative_layer_count_with_virtual_stages_is_a_problem(monkeypatch, la
     argv = [*BASE, "--num-layers", layers, "--num-layers-per-virtual-pipeline-stage", stage]
     code, err = _resolve(argv, "1", monkeypatch)
     assert code == 2
+    assert "bug in the plugin" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("split", [["--decoder-first-pipeline-num-layers", "2"],
+                                   ["--decoder-first-pipeline-num-layers", "2",
+                                    "--decoder-last-pipeline-num-layers", "2"],
+                                   ["--account-for-embedding-in-pipeline-split"]])
+@pytest.mark.parametrize("virtual", ["0", "-2"])
+def test_a_zero_or_negative_virtual_size_with_an_uneven_split_never_crashes(monkeypatch, split,
+                                                                            virtual):
+    layers = "7" if split[0].startswith("--account") else "8"  # 8 with the embedding
+    argv = [*BASE, "--num-layers", layers, "--pipeline-model-parallel-size", "4",
+            "--num-virtual-stages-per-pipeline-rank", virtual, *split]
+    code, err = _resolve(argv, "8", monkeypatch)
+    assert code in (0, 2)  # Megatron's validate_args takes a virtual size of 0, too
     assert "bug in the plugin" not in err and "Traceback" not in err
 
 

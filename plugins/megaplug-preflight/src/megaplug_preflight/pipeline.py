@@ -122,7 +122,7 @@ def uneven_stage_sizes(config: Draft) -> None:
         if count <= 0:
             reject(config, f"{shown(config, dest)} must be at least 1", flags=(dest,),
                    hint="give the stage at least one layer")
-        elif vpp is not None and count % vpp:
+        elif vpp and count % vpp:  # a virtual size of 0 is refused by the parallel plugin
             reject(config, f"{shown(config, dest)} is not a multiple of the {vpp} virtual "
                            "pipeline stages per rank",
                    flags=(dest, "num_virtual_stages_per_pipeline_rank"),
@@ -138,7 +138,7 @@ def uneven_stage_sizes(config: Draft) -> None:
         reject(config, f"the {layers} layers between the first and last stage cannot be split "
                        f"evenly over {stages} middle stages",
                flags=flags, hint=f"leave a multiple of {stages} layers for the middle stages")
-    elif stages and vpp is not None and (layers // stages) % vpp:
+    elif stages and vpp and (layers // stages) % vpp:
         reject(config, f"each middle stage holds {layers // stages} layers, not a multiple of "
                        f"the {vpp} virtual pipeline stages per rank",
                flags=flags, hint=f"give each middle stage a multiple of {vpp} layers")
@@ -161,7 +161,7 @@ def accounted_layers_divide_over_stages(config: Draft) -> None:
             reject(config, f"{layers} layers (counting the embedding / loss) cannot be split "
                            f"evenly over {shown(config, 'pipeline_model_parallel_size')}",
                    flags=flags, hint=f"use a layer count that makes a multiple of {pp}")
-    elif vpp is not None and (layers // pp) % vpp:
+    elif vpp and (layers // pp) % vpp:
         reject(config, f"each pipeline rank holds {layers // pp} layers (counting the embedding "
                        f"/ loss), not a multiple of its {vpp} virtual stages",
                flags=(*flags, "num_virtual_stages_per_pipeline_rank"),
