@@ -51,12 +51,12 @@ class MemoryReport:
         """``{"device_memory_bytes": int|null, "ranks": [{"rank", "peak_allocated_bytes",
         "fits", "parts"}]}``, ranks in order."""
         rows = []
-        for stage in self.stages:
+        for stage in sorted(self.stages, key=lambda estimate_: estimate_.stage):
             ranks = [self.rank] if self.rank is not None else self.ranks_of(stage.stage)
-            for rank in ranks:
-                rows.append({"rank": rank, "peak_allocated_bytes": stage.peak,
-                             "fits": self.fits(stage), "parts": dict(stage.parts)})
-        rows.sort(key=lambda row: row["rank"])
+            peak, fits, parts = stage.peak, self.fits(stage), dict(stage.parts)
+            # the ranks of a stage share one parts mapping: thousands of ranks stay cheap
+            rows += [{"rank": rank, "peak_allocated_bytes": peak, "fits": fits, "parts": parts}
+                     for rank in ranks]
         return {"device_memory_bytes": self.device_memory, "ranks": rows}
 
     def as_text(self) -> str:
