@@ -129,3 +129,12 @@ def test_the_command_adds_well_under_50_ms_to_a_resolve():
     table, answer = report.as_text(), json.loads(_one_rank_a_line(report.as_dict()))
     assert time.perf_counter() - started < 0.05
     assert len(answer["ranks"]) == 1024 and table.startswith("ranks")
+
+
+def test_without_an_estimator_installed_the_command_says_what_to_install(capsys, monkeypatch):
+    from megaplug.cache import _entry_points
+
+    monkeypatch.setattr(_entry_points, "read_entry_points", lambda group: [])
+    code, out, err = run(capsys, monkeypatch, "memory", "--", *ARGV)
+    assert (code, out) == (2, "")
+    assert "megaplug memory: no memory estimator is installed (pip install megaplug-memory" in err
