@@ -314,6 +314,29 @@ def line_facts(measured: dict[str, list[dict[str, object]]]) -> tuple[dict, dict
     return per_plugin, extras, unowned
 
 
+#: The keys each line's own validate_args adds to the namespace on every parity configuration
+#: it accepts, measured by scripts/megatron-release-compare.sh --derived-keys.
+DERIVED_KEYS = DATA / "derived-keys.json"
+
+
+def add_derived_key_lines(per_plugin: dict[str, dict[str, dict[str, object]]]) -> None:
+    """A computed setting some lines' validate_args never derives (GTP's remat sizes before
+    0.19, the layer-wise distributed optimizer before 0.18) is present only in the lines
+    that derive it, as a flag is only in the lines whose parser has it."""
+    if not DERIVED_KEYS.exists():
+        return
+    derived = json.loads(DERIVED_KEYS.read_text())
+    for spec in full_table():
+        if spec.kind != "computed" or spec.plugin not in MEGATRON_PLUGINS:
+            continue
+        present = [line for line in RELEASES if spec.dest in derived.get(line, ())]
+        if not present or len(present) == len(RELEASES):
+            continue  # never derived on every configuration, or derived in every line
+        if "main" in present:
+            present.append(SEED)
+        per_plugin.setdefault(spec.plugin, {})[spec.primary] = {"lines": tuple(present)}
+
+
 def plugin_module(table: object, plugin: str) -> tuple[str, Path]:
     """The package a plugin's options class lives in, and its directory."""
     import importlib
@@ -383,6 +406,7 @@ def main() -> None:
         print(f"{line} ({revision}): {len(facts)} flags -> {path.relative_to(ROOT)}")
     write_lines()
     per_plugin, extras, unowned = line_facts(measured)
+    add_derived_key_lines(per_plugin)
     write_plugin_facts(per_plugin, extras)
     for line, options in unowned:
         print(f"no plugin declares {line}'s {' / '.join(options)}")

@@ -172,3 +172,4 @@ def test_te_cross_entropy_taken_with_te_2_19_in_the_seed_line():
                     transformer_engine="2.19.0") == []
     assert len(messages("seed", *TE_CROSS_ENTROPY, plugin="training",
                         transformer_engine="2.18.0")) == 1
+

@@ -12,5 +12,7 @@ FACTS = LineFacts("megatron_core", ('0.13', '0.14', '0.15', '0.16', '0.17', '0.1
     '--gtp-remat-opt-in-modules': {'lines': ('main', 'seed')},
     '--gtp-remat-reduce-scatter-with-fp32-accumulation': {'lines': ('main', 'seed')},
     '--tensor-parallel-num-weight-shards': {'lines': ('0.19', 'main', 'seed')},
+    'expert_gtp_weight_remat_size': {'lines': ('0.19', 'main', 'seed')},
+    'gtp_weight_remat_size': {'lines': ('0.19', 'main', 'seed')},
 }, (
 ))

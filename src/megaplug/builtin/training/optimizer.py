@@ -61,8 +61,7 @@ def derive_layer_wise_distribution(config: Draft) -> None:
     selects the layer-wise distributed optimizer in place of the element-wise one.
     """
     if config.env.line_before("megatron_core", LAYER_WISE_LINE):
-        config.discard("use_layer_wise_distributed_optimizer")  # those releases never set it
-        return
+        return  # (nor is the setting theirs: generated line facts leave it out there)
     optimizer = config.optimizer
     distributed = bool(config.get("use_distributed_optimizer"))
     if optimizer in _CLASSIC_OPTIMIZERS or not (distributed or optimizer == "dist_muon"):
