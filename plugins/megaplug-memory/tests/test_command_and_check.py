@@ -138,3 +138,18 @@ def test_without_an_estimator_installed_the_command_says_what_to_install(capsys,
     code, out, err = run(capsys, monkeypatch, "memory", "--", *ARGV)
     assert (code, out) == (2, "")
     assert "megaplug memory: no memory estimator is installed (pip install megaplug-memory" in err
+
+
+@pytest.mark.parametrize("broken", [["--micro-batch-size", "0"],
+                                    ["--context-parallel-size", "0"]])
+def test_a_size_of_zero_is_left_to_its_plugin(capsys, monkeypatch, broken):
+    code, _, err = run(capsys, monkeypatch, "resolve", "--assume-device-memory", "80GB", "--",
+                       *ARGV, *broken)
+    assert code == 2 and "[memory]" not in err and broken[0] in err
+
+
+def test_the_command_refuses_what_it_cannot_size(capsys, monkeypatch):
+    code, out, err = run(capsys, monkeypatch, "memory", "--", *ARGV, "--seq-length", "0",
+                         "--max-position-embeddings", "4096")
+    assert (code, out) == (2, "")
+    assert "megaplug memory: no estimate: a size it needs" in err

@@ -11,7 +11,7 @@ one under the ``megaplug.memory`` entry-point group, as ``megaplug-memory`` does
 ``report(values, device_memory_bytes, rank)`` receives the resolved values (Megatron's
 names), the device's memory in bytes (``None`` when unknown) and the one rank asked for
 (``None``: all), and returns an object with ``as_dict()`` (the JSON answer) and
-``as_text()`` (the table). The target's memory is ``--assume-device-memory``, else the
+``as_text()`` (the table), or raises ``ValueError`` saying why it cannot (exit 2). The target's memory is ``--assume-device-memory``, else the
 GPU NVML sees here, else unknown (no verdict).
 """
 
@@ -65,7 +65,10 @@ def run_memory(options: argparse.Namespace, args: list[str]) -> int:
     if options.rank is not None and not 0 <= options.rank < world_size:
         raise UsageError(f"megaplug memory: --rank {options.rank} is not a rank of a job of "
                          f"{world_size} (WORLD_SIZE); give 0 to {world_size - 1}")
-    result = report(values, target.memory(), options.rank)
+    try:
+        result = report(values, target.memory(), options.rank)
+    except ValueError as exc:
+        raise UsageError(f"megaplug memory: {exc}") from None
     if options.format == "json":
         sys.stdout.write(_one_rank_a_line(result.as_dict()))
     else:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .estimator import GIB, estimate, usable
+from .estimator import GIB, Job, estimate, usable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -90,6 +90,8 @@ def cheapest_fit(values: dict[str, Any], device_memory: int) -> str | None:
             if found is not None:
                 candidates.append((found[0], f"{first[1]} and {found[1]}"))
     for changed, words in candidates:
+        if not Job(changed).sizable():
+            continue
         peak = worst_peak(changed).peak
         if peak <= usable(device_memory):
             return f"{words}: predicted peak {peak / GIB:.1f} GiB"
@@ -105,6 +107,8 @@ def fits_device(config: Draft) -> None:
     if device_memory is None:
         return
     values = config.to_dict()
+    if not Job(values).sizable():
+        return  # a size of zero or less: the plugin owning it reports that
     worst = worst_peak(values)
     limit = usable(device_memory)
     if worst.peak <= limit:

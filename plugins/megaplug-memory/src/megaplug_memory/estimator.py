@@ -81,9 +81,9 @@ class Job:
         self.cp = _int(values, "context_parallel_size", 1)
         self.ep = _int(values, "expert_model_parallel_size", 1)
         self.etp = _int(values, "expert_tensor_parallel_size", self.tp) or self.tp
-        self.dp = _int(values, "data_parallel_size", 0) or max(
-            1, self.world // (self.tp * self.pp * self.cp))
-        self.expert_dp = max(1, (self.dp * self.tp * self.cp) // (self.etp * self.ep))
+        model_parallel = max(1, self.tp * self.pp * self.cp)
+        self.dp = _int(values, "data_parallel_size", 0) or max(1, self.world // model_parallel)
+        self.expert_dp = max(1, (self.dp * self.tp * self.cp) // max(1, self.etp * self.ep))
         self.vpp = _int(values, "virtual_pipeline_model_parallel_size", 1) or 1
         self.sp = bool(get("sequence_parallel")) and self.tp > 1
         self.first_stage_layers = _int(values, "decoder_first_pipeline_num_layers", 0)
@@ -95,14 +95,14 @@ class Job:
         self.hidden = _int(values, "hidden_size")
         self.ffn = _int(values, "ffn_hidden_size", 4 * self.hidden)
         self.heads = _int(values, "num_attention_heads", 1)
-        self.head_dim = _int(values, "kv_channels", 0) or self.hidden // self.heads
+        self.head_dim = _int(values, "kv_channels", 0) or self.hidden // max(1, self.heads)
         gqa = bool(get("group_query_attention"))
         self.groups = _int(values, "num_query_groups", self.heads) if gqa else self.heads
         self.seq = _int(values, "seq_length", 1)
         self.micro_batch = _int(values, "micro_batch_size", 1)
         global_batch = _int(values, "global_batch_size", 0) or self.micro_batch * self.dp
-        self.microbatches = max(1, global_batch // (self.micro_batch * self.dp))
-        divisible = _int(values, "make_vocab_size_divisible_by", 128) * self.tp
+        self.microbatches = max(1, global_batch // max(1, self.micro_batch * self.dp))
+        divisible = max(1, _int(values, "make_vocab_size_divisible_by", 128) * self.tp)
         vocab = _int(values, "padded_vocab_size", 0) or _int(values, "vocab_size", 0)
         self.vocab = -(-vocab // divisible) * divisible if vocab else 0
         self.tied = not bool(get("untie_embeddings_and_output_weights"))
@@ -170,6 +170,15 @@ class Job:
                 counts[-1] = last
         start = sum(counts[:stage])
         return list(range(start, start + counts[stage]))
+
+    def sizable(self) -> bool:
+        """Whether every size the estimate divides by or multiplies with is positive; a job
+        with a zero or negative one is another plugin's problem, and gets no estimate."""
+        sizes = (self.world, self.tp, self.pp, self.cp, self.ep, self.etp, self.dp, self.vpp,
+                 self.layers, self.hidden, self.heads, self.head_dim, self.groups, self.seq,
+                 self.micro_batch, self.ffn)
+        return all(size > 0 for size in sizes) and self.layers >= self.pp and (
+            not self.experts or (self.experts > 0 and self.expert_ffn > 0 and self.topk > 0))
 
     def is_moe(self, layer: int) -> bool:
         return bool(self.moe_pattern) and bool(self.moe_pattern[layer])

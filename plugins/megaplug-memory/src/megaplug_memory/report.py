@@ -34,6 +34,10 @@ class MemoryReport:
     def __init__(self, values: Mapping[str, Any], device_memory_bytes: int | None,
                  rank: int | None = None) -> None:
         self.job = Job(values)
+        if not self.job.sizable():
+            raise ValueError("no estimate: a size it needs (parallel sizes, layers, hidden "
+                             "size, heads, sequence length, micro-batch size) is zero or "
+                             "less, or there are fewer layers than pipeline stages")
         self.device_memory = device_memory_bytes
         self.rank = rank
         self.stages = sorted(estimate(values, rank), key=lambda e: -e.peak)
@@ -97,7 +101,8 @@ def _gib(size: int) -> str:
 
 def memory_report(values: Mapping[str, Any], device_memory_bytes: int | None,
                   rank: int | None = None) -> MemoryReport:
-    """The ``megaplug.memory`` entry point ``megaplug memory`` calls (see cli/_memory.py)."""
+    """The ``megaplug.memory`` entry point ``megaplug memory`` calls (see cli/_memory.py);
+    ``ValueError`` when the values cannot be sized."""
     return MemoryReport(values, device_memory_bytes, rank)
 
 
