@@ -40,8 +40,9 @@ def test_the_table_is_megatrons_format():
 
 
 @pytest.mark.parametrize(("environ", "rank"), [
-    ({}, 0), ({"RANK": "3"}, 3), ({"SLURM_PROCID": "2"}, 2), ({"RANK": "1", "SLURM_PROCID": "0"}, 1),
-    ({"RANK": "x"}, 0)])
+    ({}, 0), ({"RANK": "3"}, 3), ({"SLURM_PROCID": "2", "SLURM_NTASKS": "4"}, 2),
+    ({"SLURM_PROCID": "2"}, 0), ({"RANK": "1", "SLURM_PROCID": "0", "SLURM_NTASKS": "2"}, 1),
+    ({"RANK": "x"}, 0), ({"SLURM_NTASKS": "4"}, 0)])
 def test_the_rank_is_megatrons_is_rank0_reading(environ, rank):
     assert process_rank(environ) == rank
 

@@ -84,3 +84,24 @@ def test_the_table_is_printed_on_rank_0_only():
     on_rank_1 = {**case, "env": {**(case.get("env") or {}), "RANK": "1"}}
     assert megaplug_printout(on_rank_1)[1] == ""
     assert megaplug_printout(case)[1].startswith(TITLE)
+
+
+@pytest.mark.parametrize("environ", [
+    {}, {"RANK": "3"}, {"RANK": "x"}, {"SLURM_PROCID": "2"}, {"SLURM_NTASKS": "4"},
+    {"SLURM_PROCID": "2", "SLURM_NTASKS": "4"}, {"RANK": "1", "SLURM_PROCID": "0",
+                                                   "SLURM_NTASKS": "2"}])
+def test_the_rank_that_prints_is_megatrons(environ, monkeypatch):
+    import os
+    import warnings
+
+    from megatron.core._rank_utils import safe_get_rank
+
+    from megaplug.megatron._table import process_rank
+
+    for variable in ("RANK", "SLURM_PROCID", "SLURM_NTASKS"):
+        monkeypatch.delenv(variable, raising=False)
+    for variable, value in environ.items():
+        monkeypatch.setenv(variable, value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Megatron warns when it falls back to rank 0
+        assert process_rank(os.environ) == safe_get_rank()

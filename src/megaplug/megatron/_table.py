@@ -40,19 +40,19 @@ def argument_table(args: argparse.Namespace, title: str = TITLE) -> str:
 
 
 def process_rank(environ: Mapping[str, str]) -> int:
-    """The rank Megatron's ``is_rank0`` reads: torch.distributed's when it is initialized,
-    else ``RANK``, else ``SLURM_PROCID``, else 0 (a value that is no integer counts as 0,
-    as Megatron's ``safe_get_rank`` has it)."""
+    """The rank Megatron's ``is_rank0`` reads (megatron.core's ``safe_get_rank``):
+    torch.distributed's when it is initialized, else ``RANK``, else ``SLURM_PROCID`` in a
+    SLURM job (``SLURM_NTASKS`` set), else 0; a value that is no integer counts as 0."""
     distributed = sys.modules.get("torch.distributed")  # never imported for this
     if distributed is not None and distributed.is_available() and distributed.is_initialized():
         return int(distributed.get_rank())
-    for variable in ("RANK", "SLURM_PROCID"):
-        if variable in environ:
-            try:
-                return int(environ[variable])
-            except ValueError:
-                return 0
-    return 0
+    variable = "RANK" if "RANK" in environ else "SLURM_PROCID"
+    if variable == "SLURM_PROCID" and "SLURM_NTASKS" not in environ:
+        return 0
+    try:
+        return int(environ.get(variable, 0))
+    except ValueError:
+        return 0
 
 
 def print_argument_table(args: argparse.Namespace, environ: Mapping[str, str],
