@@ -266,3 +266,15 @@ def test_the_cli_states_the_line_and_takes_assume_everywhere():
     explained = run("explain", "muon_tp_mode", "--assume", "megatron_core=0.19.2", "--", *CORE)
     assert "megatron:  0.19 (megatron_core 0.19.2, as stated)" in explained.stdout
     assert 'value:     "blockwise"' in explained.stdout
+
+
+def test_019_dequantizes_tensorwise_fp8_checkpoints_upfront():
+    fp8 = [*CORE, "--bf16", "--fp8-format", "hybrid", "--fp8-recipe", "tensorwise"]
+    resolved = megaplug.resolve(fp8, target=_target("0.19.2"))
+    assert resolved.stream_ckpt_dequant is False
+    assert resolved.source("stream_ckpt_dequant").source == "derived"
+    assert any("upfront dequantize pass" in str(w) for w in resolved.warnings)
+    assert megaplug.resolve([*fp8[:-1], "delayed"], target=_target("0.19.2")).stream_ckpt_dequant
+    newest = megaplug.resolve(fp8, target=_target("seed"))
+    assert "stream_ckpt_dequant" not in newest
+    assert not any("dequantize" in str(w) for w in newest.warnings)

@@ -65,6 +65,24 @@ def derive_exit_on_missing_checkpoint(config: Draft) -> None:
                    inputs=("ckpt_convert_format",))
 
 
+#: The release lines with ``--no-stream-ckpt-dequant`` (generated facts: megatron_releases.py).
+STREAM_CKPT_DEQUANT_LINES = ("0.19",)
+
+
+def derive_stream_ckpt_dequant(config: Draft) -> None:
+    """Streaming dequantisation of a loaded FP8 checkpoint recomputes a per-tensor scale per
+    slice, which corrupts tensorwise-scaled weights: Megatron 0.19 falls back to the upfront
+    dequantize pass."""
+    if (config.env.release_line("megatron_core") in STREAM_CKPT_DEQUANT_LINES
+            and config.fp8 and config.fp8_recipe == "tensorwise" and config.stream_ckpt_dequant):
+        config.warn("--fp8-recipe tensorwise cannot use the streaming checkpoint dequantize "
+                    "path: falling back to the upfront dequantize pass (pass "
+                    "--no-stream-ckpt-dequant to silence this)",
+                    flags=("--fp8-recipe", "--no-stream-ckpt-dequant"))
+        config.set("stream_ckpt_dequant", False, reason="tensorwise FP8 checkpoints are "
+                   "dequantized upfront", inputs=("fp8", "fp8_recipe"))
+
+
 def derive_use_dist_ckpt(config: Draft) -> None:
     """Every format except the legacy ``torch`` one is a distributed checkpoint."""
     config.set("use_dist_ckpt", config.ckpt_format != "torch", inputs=("ckpt_format",))
@@ -116,6 +134,7 @@ NORMALIZE: tuple[Callable[[Draft], None], ...] = (
 DERIVE: tuple[Callable[[Draft], None], ...] = (
     derive_exit_on_missing_checkpoint,
     derive_use_dist_ckpt,
+    derive_stream_ckpt_dequant,
     derive_async_save,
     derive_async_strategy,
     derive_skip_train_no_load_optim,
