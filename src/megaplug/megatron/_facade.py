@@ -245,7 +245,7 @@ def validate_args(
     command line it was parsed from had one. Returns ``args``.
     """
     env = os.environ if environ is None else environ
-    state, values, lacking = read_namespace(args, state_of(args), env, _as_megaplug_values)
+    state, values, lacking = read_namespace(args, env, target, _as_megaplug_values)
     kernel = state.kernel
     provenance = _provenance_for(values, state, kernel)
     sink = state.problems if state.problems is not None else ProblemSink()

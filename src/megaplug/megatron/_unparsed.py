@@ -17,8 +17,9 @@ from .._api import load
 from .._config import Provenance
 from .._errors import Problem
 from .._kernel import Kernel
+from ..environment import TargetEnvironment
 from ..values._encoding import fresh
-from ._state import NamespaceState
+from ._state import NamespaceState, state_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,29 +31,32 @@ UNPARSED = "on a namespace megaplug did not parse"
 _NAMED = 12
 
 
-def read_namespace(args: Any, state: NamespaceState | None, environ: Mapping[str, str],
+def read_namespace(args: Any, environ: Mapping[str, str], target: TargetEnvironment | None,
                    to_megaplug: Callable[[Mapping[str, Any], Kernel], dict[str, Any]],
                    ) -> tuple[NamespaceState, dict[str, Any], Problem | None]:
-    """What ``validate_args`` works from: the namespace's record (``state``, or one made
+    """What ``validate_args`` works from: the namespace's record (the facade's, or one made
     from its values alone), its values in megaplug's types (``to_megaplug``), and the
     problem naming the settings it lacks, if any."""
-    kernel = state.kernel if state is not None else kernel_for(vars(args), environ)
+    state = state_of(args)
+    kernel = state.kernel if state is not None else kernel_for(vars(args), environ, target)
     values = to_megaplug(vars(args), kernel)
     lacking = missing_settings(kernel, values)
     return state or unparsed_state(kernel, values), values, lacking
 
 
-def kernel_for(values: Mapping[str, Any], environ: Mapping[str, str]) -> Kernel:
+def kernel_for(values: Mapping[str, Any], environ: Mapping[str, str],
+               target: TargetEnvironment | None = None) -> Kernel:
     """The kernel to validate a namespace the facade did not parse: the plugins the
-    environment selects, less each feature plugin none of whose settings it holds."""
-    kernel = load((), environ=environ)[0]
+    environment selects (with the flags of ``target``'s release), less each feature plugin
+    none of whose settings it holds."""
+    kernel = load((), environ=environ, target=target)[0]
     absent = [record.name for record in kernel.plugins.active() if record.source != "builtin"
               and (specs := kernel.table.plugin_specs(record.name))
               and not any(spec.dest in values for spec in specs)]
     if not absent:
         return kernel
     return load([token for name in absent for token in ("-p", f"no:{name}")],
-                environ=environ)[0]
+                environ=environ, target=target)[0]
 
 
 def unparsed_state(kernel: Kernel, values: dict[str, Any]) -> NamespaceState:
