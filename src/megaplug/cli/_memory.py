@@ -11,8 +11,9 @@ one under the ``megaplug.memory`` entry-point group, as ``megaplug-memory`` does
 ``report(values, device_memory_bytes, rank)`` receives the resolved values (Megatron's
 names), the device's memory in bytes (``None`` when unknown) and the one rank asked for
 (``None``: all), and returns an object with ``as_dict()`` (the JSON answer) and
-``as_text()`` (the table), or raises ``ValueError`` saying why it cannot (exit 2). The target's memory is ``--assume-device-memory``, else the
-GPU NVML sees here, else unknown (no verdict).
+``as_text()`` (the table), or raises ``ValueError`` saying why it cannot (exit 2). The
+target's memory is ``--assume-device-memory``, else the GPU NVML sees here, else unknown
+(no verdict).
 """
 
 from __future__ import annotations

@@ -61,7 +61,8 @@ def build_parser(completing: bool = False, only: str | None = None) -> argparse.
     adders: dict[str, Callable[[Any], None]] = {
         "list": _add_list, "flags": _add_flags, "resolve": _add_resolve,
         "explain": _add_explain, "diff": lambda c: _add_diff(c, with_sides=not completing),
-        "upgrade": _add_upgrade, "memory": _add_memory, "schema": _add_schema, "completion": _add_completion,
+        "upgrade": _add_upgrade, "memory": _add_memory, "schema": _add_schema,
+        "completion": _add_completion,
         "docs": _add_docs}
     for name, add in adders.items():
         if only is None or name == only:
