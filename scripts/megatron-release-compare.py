@@ -162,7 +162,8 @@ def _config_differences(case: dict[str, Any], theirs: argparse.Namespace,
     if isinstance(expected, str) or isinstance(actual, str):
         return [] if expected == actual else [f"config: release {expected!r}, megaplug {actual!r}"]
     if type(expected) is not type(actual):
-        return [f"config class: release {type(expected).__name__}, megaplug {type(actual).__name__}"]
+        return [f"config class: release {type(expected).__name__}, "
+                f"megaplug {type(actual).__name__}"]
     return [f"config {field.name}: release {getattr(expected, field.name)!r}, "
             f"megaplug {getattr(actual, field.name)!r}"
             for field in dataclasses.fields(expected)

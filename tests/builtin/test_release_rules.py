@@ -173,3 +173,20 @@ def test_te_cross_entropy_taken_with_te_2_19_in_the_seed_line():
     assert len(messages("seed", *TE_CROSS_ENTROPY, plugin="training",
                         transformer_engine="2.18.0")) == 1
 
+
+# -- checkpointing: 0.19's streaming checkpoint dequantization -------------------------------
+
+TENSORWISE = ("--fp8-format", "hybrid", "--fp8-recipe", "tensorwise", "--bf16")
+
+
+def test_tensorwise_fp8_dequantizes_up_front_in_0_19():
+    config = resolve_at("0.19.0", *TENSORWISE, transformer_engine="2.17.1")
+    assert config.stream_ckpt_dequant is False
+    assert config.source("stream_ckpt_dequant").source == "derived"
+    assert resolve_at("0.19.0", transformer_engine="2.17.1").stream_ckpt_dequant is True
+
+
+@pytest.mark.parametrize("version", ["0.18.2", "main"])
+def test_no_streaming_dequantization_outside_0_19(version):
+    assert "stream_ckpt_dequant" not in resolve_at(version, *TENSORWISE,
+                                                   transformer_engine="2.17.1")
