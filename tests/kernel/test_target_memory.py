@@ -79,3 +79,48 @@ def test_the_target_reads_it_once_unless_stated(driver):
     stated.device_memory = None
     assert stated.memory() is None  # stated unknown: NVML is not asked
     assert stated.with_environ({"A": "1"}).memory() is None
+
+
+def test_a_hosts_answer_is_kept_and_read_back_without_nvml(tmp_path, monkeypatch):
+    """On a GPU node the answer is kept per host (the capability's key: boot, driver, GPUs,
+    cgroup), so a resolve there does not start NVML every time."""
+    root = tmp_path / "host"
+    for relative, text in (("proc/sys/kernel/random/boot_id", "8c1f6f3e\n"),
+                           ("proc/driver/nvidia/version", "NVRM version: 570.124.06\n"),
+                           ("proc/driver/nvidia/gpus/0000:18:00.0/information", "H100\n"),
+                           ("proc/self/cgroup", "0::/pod\n")):
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(text)
+    monkeypatch.setattr(_devices, "HOST_ROOT", str(root))
+    monkeypatch.setattr(_devices, "DRIVER_MARKERS", (str(root / "proc/driver/nvidia"),))
+    monkeypatch.setattr(_devices.sys, "platform", "linux")
+    monkeypatch.setenv("MEGAPLUG_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("MEGAPLUG_NO_CACHE", raising=False)
+    nvml = MemoryNVML([80 * GIB])
+    monkeypatch.setattr(_devices, "open_nvml", lambda: nvml)
+    assert _devices.local_device_memory({}) == 80 * GIB
+    assert nvml.calls.count("nvmlInit_v2") == 1
+    assert len(list((tmp_path / "cache").glob("device-memory-*.json"))) == 1
+    monkeypatch.setattr(_devices, "open_nvml", lambda: pytest.fail("NVML was started"))
+    assert _devices.local_device_memory({}) == 80 * GIB
+    # another driver is another host state: asked again
+    (root / "proc/driver/nvidia/version").write_text("NVRM version: 575.51.03\n")
+    monkeypatch.setattr(_devices, "open_nvml", lambda: MemoryNVML([141 * GIB]))
+    assert _devices.local_device_memory({}) == 141 * GIB
+
+
+def test_a_failed_answer_is_not_kept(tmp_path, monkeypatch):
+    root = tmp_path / "host"
+    for relative, text in (("proc/sys/kernel/random/boot_id", "8c1f6f3e\n"),
+                           ("proc/driver/nvidia/version", "NVRM version: 570.124.06\n"),
+                           ("proc/driver/nvidia/gpus/0000:18:00.0/information", "H100\n")):
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(text)
+    monkeypatch.setattr(_devices, "HOST_ROOT", str(root))
+    monkeypatch.setattr(_devices, "DRIVER_MARKERS", (str(root / "proc/driver/nvidia"),))
+    monkeypatch.setattr(_devices.sys, "platform", "linux")
+    monkeypatch.setenv("MEGAPLUG_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("MEGAPLUG_NO_CACHE", raising=False)
+    monkeypatch.setattr(_devices, "open_nvml", lambda: MemoryNVML([80 * GIB], init_status=9))
+    assert _devices.local_device_memory({}) is None
+    assert list((tmp_path / "cache").glob("device-memory-*.json")) == []

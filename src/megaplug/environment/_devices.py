@@ -112,7 +112,8 @@ def host_devices() -> Any:
     NVML's answer does not depend on ``CUDA_VISIBLE_DEVICES`` (CUDA applies that on top,
     as :func:`_choose` does), only on the host and on what this process may open; so it is
     kept in megaplug's cache directory under :func:`host_key` and read back without
-    loading NVML, whose initialisation (~25 ms) every rank of every launch paid before.
+    loading NVML, whose initialisation every rank of every launch paid before
+    (docs/performance.md has the figure).
     """
     key = host_key()
     if key is None:
@@ -283,6 +284,31 @@ def local_device_memory(environ: Mapping[str, str]) -> int | None:
     if sys.platform == "darwin" or (sys.platform != "win32" and not any(
             os.path.exists(path) for path in DRIVER_MARKERS)):
         return None
+    key = host_key()
+    if key is None:
+        return _nvml_memory_now()
+    from ..cache import _store
+
+    def compute() -> dict[str, Any]:
+        found = _nvml_memory_now()
+        if found is None:
+            raise _NotKept(None)
+        return {"key": key, "bytes": found}
+
+    # kept per host beside the capability's answer: NVML's start (~25 ms) is not paid by
+    # every resolve on a GPU node
+    host = _store.digest([os.uname().nodename])
+    try:
+        kept = _store.cached(f"device-memory-{host}", _store.digest([key]), compute,
+                             shape={"key": str, "bytes": int}, per_key=True,
+                             accept=lambda stored: stored["key"] == key and stored["bytes"] > 0)
+    except _NotKept:
+        return None
+    return int(kept["bytes"])
+
+
+def _nvml_memory_now() -> int | None:
+    """:func:`local_device_memory` from NVML itself."""
     nvml = open_nvml()
     if nvml is None or nvml.nvmlInit_v2() != _NVML_SUCCESS:
         return None
