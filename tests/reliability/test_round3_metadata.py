@@ -197,3 +197,44 @@ def test_what_a_plugin_prints_at_import_goes_to_stderr(site, capsys, how):
     assert json.loads(out)["num_layers"] == 2
     assert "hello from round3_noisy" in err
     assert sys.stdout is not sys.stderr  # put back
+
+
+LOUD = """
+import sys
+from megaplug import PluginInfo, hookimpl
+
+megaplug_plugin = PluginInfo(name="round3_loud")
+
+
+@hookimpl
+def add_args(flags):
+    print("declaring round3_loud")
+
+
+@hookimpl
+def validate(config):
+    print("validating with round3_loud")
+"""
+
+
+@pytest.mark.parametrize("command", [["resolve", "--"], ["resolve", "--format", "yaml", "--"],
+                                     ["diff", "--json", "{config}", "{config}", "--"]])
+def test_what_a_plugin_prints_in_its_hooks_goes_to_stderr(site, capsys, tmp_path, command):
+    import yaml
+
+    (site / "round3_loud.py").write_text(LOUD)
+    config = tmp_path / "c.yaml"
+    config.write_text("hidden_size: 64\n")
+    argv = [token.replace("{config}", str(config)) for token in command]
+    code, out, err = megaplug(capsys, argv[0], "-p", "round3_loud", *argv[1:], *VALID)
+    assert code == 0, err
+    assert (yaml.safe_load if "yaml" in argv else json.loads)(out)  # the answer, parsed
+    assert "declaring round3_loud" in err and "validating with round3_loud" in err
+
+
+def test_the_training_flags_help_is_still_the_answer(site, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["resolve", "--", "--help"])
+    out, _err = capsys.readouterr()
+    assert exit_info.value.code == 0
+    assert out.startswith("usage: megaplug ") and "--num-layers" in out

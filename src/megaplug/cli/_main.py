@@ -11,7 +11,13 @@ import sys
 
 from .._errors import ConfigError, PluginError
 from ..values._encoding import encode, to_json
-from ._output import OutputFailed, discard_stdout, guarded_streams, report_output_failure
+from ._output import (
+    OutputFailed,
+    discard_stdout,
+    guarded_streams,
+    plugin_output_to_stderr,
+    report_output_failure,
+)
 from ._parser import (
     COMMANDS,
     EXIT_FLUSH_FAILED,
@@ -470,10 +476,11 @@ def _cmd_resolve(options: argparse.Namespace, args: list[str]) -> int:
     from ..megatron import provenance as provenance_of
 
     target = target_from(options)
-    namespace = parse_and_validate_args(
-        argv=[*plugin_controls(options), *config_tokens(options), *args], environ=os.environ,
-        args_defaults=defaults_from(options), target=target, torch_types=False, register=False,
-        preflight=preflight_wanted())
+    with plugin_output_to_stderr():  # the answer on stdout is the JSON below, and only it
+        namespace = parse_and_validate_args(
+            argv=[*plugin_controls(options), *config_tokens(options), *args],
+            environ=os.environ, args_defaults=defaults_from(options), target=target,
+            torch_types=False, register=False, preflight=preflight_wanted())
     provenance = provenance_of(namespace)
     values = {k: encode(v) for k, v in vars(namespace).items()}
     if options.provenance:

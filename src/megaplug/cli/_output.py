@@ -88,6 +88,25 @@ class guarded_streams:  # noqa: N801 -- used as a function: ``with guarded_strea
         sys.stdout, sys.stderr = self.saved
 
 
+class plugin_output_to_stderr:  # noqa: N801 -- used as a function, in a ``with``
+    """Within the block -- plugins imported, declared, resolved -- what is printed to stdout
+    is kept aside, then written to stderr: a command's answer on stdout (``resolve``'s JSON)
+    holds only the answer. Where the block ends in ``SystemExit`` (argparse's ``--help``
+    for the training flags), what it printed is that answer, and goes to stdout."""
+
+    def __enter__(self) -> None:
+        import io
+
+        self.saved, self.kept = sys.stdout, io.StringIO()
+        sys.stdout = self.kept
+
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        sys.stdout = self.saved
+        text = self.kept.getvalue()
+        if text:
+            (sys.stdout if kind is SystemExit else sys.stderr).write(text)
+
+
 def discard_stdout() -> None:
     """Point the process's stdout at the null device, so that what is still buffered for a
     reader that went away or a disk that is full does not fail again at exit."""

@@ -45,6 +45,7 @@ def load_kernel(options: argparse.Namespace, extra: Sequence[str] = (),
                 tolerant: bool = False) -> tuple[Any, list[str]]:
     """The kernel for the command's plugin selection (and ``-p`` among ``extra``)."""
     from .._api import load
+    from ._output import plugin_output_to_stderr  # what plugins print as they load
 
     controls = plugin_controls(options)
     target = target_from(options) if hasattr(options, "assume") else None
@@ -57,8 +58,10 @@ def load_kernel(options: argparse.Namespace, extra: Sequence[str] = (),
         selection = PluginSelection.from_environment()
         rest = selection.take_from_argv([*controls, *extra])
         lines = (target or TargetEnvironment()).release_lines()
-        return Kernel(PluginSet(selection, tolerant=True), lines=lines), rest
-    return load([*controls, *extra], target=target)
+        with plugin_output_to_stderr():
+            return Kernel(PluginSet(selection, tolerant=True), lines=lines), rest
+    with plugin_output_to_stderr():
+        return load([*controls, *extra], target=target)
 
 
 def check_plugin_name(plugins: Any, name: str | None, command: str) -> None:
@@ -202,13 +205,15 @@ def resolve_partially(options: argparse.Namespace, args: Sequence[str],
     from ..megatron import ConfigError as FacadeError
     from ..megatron import parse_and_validate_args
     from ..megatron import provenance as provenance_of
+    from ._output import plugin_output_to_stderr
 
     try:
-        namespace = parse_and_validate_args(
-            argv=[*plugin_controls(options), *config_tokens(options), *args],
-            environ=os.environ, args_defaults=defaults_from(options),
-            target=target_from(options), torch_types=False, register=False,
-            preflight=preflight_wanted())
+        with plugin_output_to_stderr():
+            namespace = parse_and_validate_args(
+                argv=[*plugin_controls(options), *config_tokens(options), *args],
+                environ=os.environ, args_defaults=defaults_from(options),
+                target=target_from(options), torch_types=False, register=False,
+                preflight=preflight_wanted())
     except FacadeError as exc:
         return exc.partial, exc
     provenance = provenance_of(namespace)
