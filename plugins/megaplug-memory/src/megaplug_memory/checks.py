@@ -10,10 +10,8 @@ if TYPE_CHECKING:
 
     from megaplug import Draft
 
-#: The changes the hint may propose, cheapest in training speed first. Each returns the
-#: values changed (or None where it does not apply) and the words of the hint.
-Change = "Callable[[dict[str, Any]], tuple[dict[str, Any], str] | None]"
-
+# The changes the hint may propose (CHANGES, cheapest in training speed first): each
+# returns the values changed and the words of the hint, or None where it does not apply.
 
 def _distributed_optimizer(values: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
     if values.get("use_distributed_optimizer") or int(values.get("data_parallel_size") or 1) < 2:

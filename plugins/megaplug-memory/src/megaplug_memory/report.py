@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from .estimator import GIB, Job, RankEstimate, estimate, stage_of, usable
+from .estimator import GIB, Job, RankEstimate, estimate, usable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Mapping
 
-#: Paths of Megatron this model follows from the code but no measurement has checked.
 def unvalidated(job: Job) -> list[str]:
     """The parts of this job's estimate that were modelled but not measured."""
     notes = []
@@ -106,4 +105,4 @@ def memory_report(values: Mapping[str, Any], device_memory_bytes: int | None,
     return MemoryReport(values, device_memory_bytes, rank)
 
 
-__all__ = ["MemoryReport", "memory_report", "stage_of", "unvalidated"]
+__all__ = ["MemoryReport", "memory_report", "unvalidated"]
