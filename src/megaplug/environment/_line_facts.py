@@ -51,6 +51,8 @@ def narrow(table: Any, lines: Mapping[str, str]) -> None:
     for the line the target runs applied -- a flag that line lacks withheld (its spellings
     remembered in ``table.elsewhere`` with the lines that have it), every other fact the
     line states different replaced."""
+    if not table.line_facts:
+        return
     from .._registry import resolve_reference
 
     where: dict[str, list[tuple[str, str]]] = {}
