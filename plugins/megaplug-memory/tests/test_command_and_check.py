@@ -153,3 +153,26 @@ def test_the_command_refuses_what_it_cannot_size(capsys, monkeypatch):
                          "--max-position-embeddings", "4096")
     assert (code, out) == (2, "")
     assert "megaplug memory: no estimate: a size it needs" in err
+
+
+LLAMA = ["--num-layers", "32", "--hidden-size", "4096", "--ffn-hidden-size", "14336",
+         "--num-attention-heads", "32", "--group-query-attention", "--num-query-groups", "8",
+         "--swiglu", "--normalization", "RMSNorm", "--position-embedding-type", "rope",
+         "--untie-embeddings-and-output-weights", "--disable-bias-linear", "--vocab-size",
+         "128256", "--seq-length", "4096", "--max-position-embeddings", "4096",
+         "--global-batch-size", "256", "--bf16", "--transformer-impl", "local",
+         "--attention-dropout", "0", "--hidden-dropout", "0", "--tensor-model-parallel-size",
+         "2", "--pipeline-model-parallel-size", "4", "--num-layers-per-virtual-pipeline-stage",
+         "4", "--use-distributed-optimizer", "--micro-batch-size", "4"]
+
+
+def test_a_pair_of_cheap_changes_comes_before_full_recompute(capsys, monkeypatch):
+    code, _, err = run(capsys, monkeypatch, "resolve", "--assume-device-memory", "80GB", "--",
+                       *LLAMA, world_size=64)
+    assert code == 2
+    assert ("hint: add --recompute-granularity selective and use --micro-batch-size 2 (the "
+            "same global batch in more micro-batches): predicted peak") in err
+    code, _, err = run(capsys, monkeypatch, "resolve", "--assume-device-memory", "80GB", "--",
+                       *LLAMA, "--recompute-granularity", "selective", "--micro-batch-size",
+                       "2", world_size=64)
+    assert code == 0, err

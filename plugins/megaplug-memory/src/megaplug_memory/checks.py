@@ -66,8 +66,11 @@ def _full_recompute(values: dict[str, Any]) -> tuple[dict[str, Any], str] | None
             "--recompute-num-layers 1")
 
 
-CHANGES = (_distributed_optimizer, _selective_recompute, _smaller_micro_batch,
-           _more_tensor_parallel, _more_pipeline_parallel, _full_recompute)
+#: Each change with its rough cost in training speed (0: none): the hint proposes the
+#: cheapest change, or pair of changes, that fits -- a selective recompute with a smaller
+#: micro-batch before a full recompute.
+CHANGES = ((_distributed_optimizer, 0), (_selective_recompute, 1), (_smaller_micro_batch, 2),
+           (_more_tensor_parallel, 3), (_more_pipeline_parallel, 3), (_full_recompute, 5))
 
 
 def worst_peak(values: dict[str, Any]) -> Any:
@@ -75,19 +78,25 @@ def worst_peak(values: dict[str, Any]) -> Any:
     return max(estimate(values), key=lambda rank: rank.peak)
 
 
-def cheapest_fit(values: dict[str, Any], device_memory: int) -> str | None:
-    """The first change of :data:`CHANGES` (then the first two together) after which the
-    estimator predicts every rank fits, as words with its predicted peak; None if none."""
-    singles = [(change(values), change) for change in CHANGES]
-    candidates = [found for found, _ in singles if found is not None]
-    for first_index, (first, _) in enumerate(singles):
-        if first is None:
+def _candidates(values: dict[str, Any]) -> list[tuple[int, dict[str, Any], str]]:
+    """Every change of :data:`CHANGES` and every pair of them: (cost, values, words)."""
+    found = []
+    for index, (first, first_cost) in enumerate(CHANGES):
+        once = first(values)
+        if once is None:
             continue
-        for second in CHANGES[first_index + 1:]:
-            found = second(first[0])
-            if found is not None:
-                candidates.append((found[0], f"{first[1]} and {found[1]}"))
-    for changed, words in candidates:
+        found.append((first_cost, once[0], once[1]))
+        for second, second_cost in CHANGES[index + 1:]:
+            twice = second(once[0])
+            if twice is not None:
+                found.append((first_cost + second_cost, twice[0], f"{once[1]} and {twice[1]}"))
+    return found
+
+
+def cheapest_fit(values: dict[str, Any], device_memory: int) -> str | None:
+    """The cheapest change (or pair) after which the estimator predicts every rank fits, as
+    words with its predicted peak; None if none does. Ties go to the earlier change."""
+    for _, changed, words in sorted(_candidates(values), key=lambda found: found[0]):
         if not Job(changed).sizable():
             continue
         peak = worst_peak(changed).peak
