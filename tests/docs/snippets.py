@@ -52,7 +52,6 @@ MARKERS = frozenset({"megatron", "gpu", "setup"}) | MARKERS_WITH_ARGUMENT
 #: skipped with this reason until the page follows docs/snippets.md. Keep this empty.
 PAGES_BEING_REWRITTEN = frozenset({
     "docs/gpu.md", "docs/megatron-compat.md", "docs/reliability.md", "docs/architecture.md",
-    "docs/memory.md",
 })
 
 DEFAULT_TIMEOUT_S = 60.0
