@@ -11,11 +11,12 @@ from ._errors import (MAX_SUGGESTED_LENGTH, MAX_UNRECOGNIZED_SHOWN, ConfigError,
 from ._options import FlagSpec, choice_name
 from ._plugins import (ACTIVE, BLOCKED, BROKEN, UNAVAILABLE, PluginInfo, PluginRecord,
                        PluginSet, describe_failure)
-from ._registry import FlagDeclarations, FlagTable, unresolved
-from ._rules import RuleStep, reference_problems
+from ._registry import FlagDeclarations, FlagTable
+from ._rules import RuleStep
+from .sources._declarations import reference_problems, unresolved
 from .sources._config_files import ConfigFileError, load_config_file, spelled_twice
 from .environment import TargetEnvironment
-from .environment._line_facts import fill_withheld, report_lines
+from .environment._line_facts import fill_withheld, narrow, report_lines
 from .sources._command_line import NEGATIVE_NUMBER, Occurrence, split
 from .values._encoding import fresh
 from .hookspecs import HOOKS, PHASES
@@ -57,6 +58,7 @@ class Kernel:
         self._steps, self._superseded = self._collect_steps()
         #: The rules of each group named by reference (``"module:NAME"``), once imported.
         self._groups: dict[str, list[RuleStep]] = {}
+        self.references_checked = False
         if snapshot:  # the table as a previous process declared it, while nothing changed
             from .cache._flag_table import declare_or_read
 
@@ -90,14 +92,17 @@ class Kernel:
         for record in self.plugins.records.values():
             if record.status != ACTIVE and record.module is not None:
                 self._learn_flags_of(record, record.module)
-        if self.table.line_facts:  # the flags and facts of the target's release lines
-            from .environment._line_facts import narrow
+        narrow(self.table, self.lines)  # the flags and facts of the target's release lines
 
-            narrow(self.table, self.lines)
-        # every name a plugin gives is checked here: a table read back was checked with it
-        self.setup_problems += [Problem(message, plugin=plugin, hint=(
-            f"correct the name in plugin {plugin!r}'s PluginInfo, or block it with -p no:"
-            f"{plugin}")) for plugin, message in reference_problems(self.plugins.records)]
+    def check_references(self) -> None:
+        """Check, once, every name the plugins' ``PluginInfo`` give (their problems join
+        ``setup_problems``): before a declared table is stored, so one read back was
+        checked, and otherwise before the first parse -- listing plugins imports no rules."""
+        if not self.references_checked:
+            self.references_checked = True
+            self.setup_problems += [Problem(message, plugin=plugin, hint=(
+                f"correct the name in plugin {plugin!r}'s PluginInfo, or block it with -p no:"
+                f"{plugin}")) for plugin, message in reference_problems(self.plugins.records)]
 
     def _declare(self, record: PluginRecord) -> None:
         try:
@@ -172,6 +177,7 @@ class Kernel:
               ) -> tuple[Draft, ProblemSink]:
         """Fill values from every source, without running the plugin phases."""
         started = time.perf_counter()
+        self.check_references()
         sink = ProblemSink(problems=list(self.setup_problems))
         if target is None:
             target = TargetEnvironment(environ=environ)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-from ._errors import PluginError, did_you_mean
+from ._errors import PluginError
 from ._options import FlagSpec, spec_from_argparse, specs_from_options
 
 TYPE_CHECKING = False
@@ -34,6 +34,8 @@ class FlagDeclarations:
             found = (resolve_reference(declaration) if isinstance(declaration, str)
                      else declaration)
         except (ImportError, AttributeError) as exc:
+            from .sources._declarations import unresolved
+
             raise PluginError(unresolved(self.plugin, f"options={declaration!r}", declaration,
                                          exc)) from None
         if isinstance(found, type):
@@ -164,30 +166,3 @@ def resolve_reference(reference: str) -> Any:
     for part in qualname.split("."):
         target = getattr(target, part)
     return target
-
-
-def unresolved(plugin: str, what: str, reference: str, error: BaseException) -> str:
-    """Why ``plugin``'s ``what`` (a ``module:NAME`` reference) names nothing, with the
-    nearest name that module or its package has."""
-    module_name, _, name = reference.partition(":")
-    try:
-        found = did_you_mean(name, [n for n in vars(importlib.import_module(module_name))
-                                    if not n.startswith("_")])
-        found = found and found.replace("mean ", f"mean {module_name}:")
-    except ImportError:  # a module: the nearest in the deepest package that imports
-        parts, found = module_name.split("."), ""
-        for depth in range(len(parts) - 1, 0, -1):
-            try:
-                import pkgutil
-
-                package = ".".join(parts[:depth])
-                near = did_you_mean(parts[depth], [m.name for m in pkgutil.iter_modules(
-                    importlib.import_module(package).__path__)])
-            except Exception:  # noqa: BLE001  (not a package either: look higher)
-                continue
-            if near:  # " (did you mean NAME?)": the module path with NAME in its place
-                found = f" (did you mean {'.'.join([package, near[15:-2], *parts[depth + 1:]])}"
-                found += f":{name}?)"
-            break
-    return (f"plugin {plugin!r}: {what} names nothing that can be imported "
-            f"({type(error).__name__}: {error}){found}")

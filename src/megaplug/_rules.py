@@ -7,7 +7,7 @@ from .hookspecs import PHASES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterable, Mapping
+    from typing import Any, Callable, Iterable
 
     #: A rule: a small function of the draft. A check may also return or yield Problems.
     Rule = Callable[[Any], Any]
@@ -112,44 +112,3 @@ class Rules:
     def supersede(self, *rules: str, when: Condition) -> None:
         """Skip other plugins' rules (named ``"plugin.rule"``) whenever ``when`` holds."""
         self.superseded.extend((rule, when) for rule in rules)
-
-
-def reference_problems(records: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(plugin, message) for every name a plugin set's active plugins give that names
-    nothing: a group of rules (``"module:NAME"``, imported now), a superseded rule
-    (``"plugin.rule"``) of an installed plugin; a superseded or ``before`` plugin that is not
-    installed only where it looks like a misspelt installed one (it may be optional).
-    The kernel runs this as it declares the flag table, which caches the verdict."""
-    from ._errors import did_you_mean
-    from ._registry import unresolved
-    active = {name: record.info for name, record in records.items()
-              if str(record.status) == "active" and record.info is not None}
-    found: list[tuple[str, str]] = []
-    names: dict[str, set[str | None]] = {}
-    for plugin, info in active.items():
-        names[plugin] = set()
-        for step in (step for steps in info.rules.steps.values() for step in steps):
-            try:
-                names[plugin].update(rule.name for rule in (
-                    step.rules() if step.group is not None else [step]))
-            except Exception as exc:  # noqa: BLE001  (whatever importing it raised)
-                found.append((plugin, unresolved(plugin, f"the rules {step.group}",
-                                                 str(step.group), exc)))
-    for plugin, info in active.items():
-        for target, _ in info.rules.superseded:
-            owner, _, rule = target.partition(".")
-            near = did_you_mean(owner, records) if owner not in records else ""
-            if near:  # an absent plugin may be optional; one this close is a misspelling
-                found.append((plugin, f"plugin {plugin!r} supersedes {target!r}, but no plugin"
-                              f" is named {owner!r}{near}"))
-            elif owner in names and rule not in names[owner] and not getattr(
-                    records[owner].module, "megaplug_stand_in", False):  # a test's partial one
-                found.append((plugin, f"plugin {plugin!r} supersedes {target!r}, but plugin "
-                              f"{owner!r} has no rule {rule!r}"
-                              f"{did_you_mean(rule, map(str, names[owner] - {None}))}"))
-        for other in info.before:
-            near = did_you_mean(other, records) if other not in records else ""
-            if near:  # an absent plugin may be optional; one this close is a misspelling
-                found.append((plugin, f"plugin {plugin!r} must run before {other!r}, which "
-                              f"is not installed{near}"))
-    return found

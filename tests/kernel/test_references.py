@@ -37,6 +37,7 @@ TARGET = _module("target", options=declare_width, rules=Rules(validate=(check_wi
 def _setup_problems(*plugins: object) -> list[str]:
     kernel, _ = megaplug.load(builtins=[TARGET, *plugins],
                               environ={"MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    kernel.check_references()
     return [f"[{p.plugin}] {p.message}" for p in kernel.setup_problems]
 
 
@@ -109,4 +110,5 @@ def test_a_stand_ins_rules_are_not_held_to_a_supersede():
     kernel, _ = megaplug.load(builtins=[stand_in("target", ("--width", {"type": int})),
                                         _module("sup", rules=rules)],
                               environ={"MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    kernel.check_references()
     assert kernel.setup_problems == []

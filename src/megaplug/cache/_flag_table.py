@@ -96,11 +96,13 @@ def code_packages(records: Any) -> set[str]:
 def _declare_and_encode(kernel: Any, declare: Callable[[], None],
                         packages: set[str]) -> dict[str, Any]:
     """Declare the table, and encode it for storing (``None``: not to be stored)."""
-    from ._store import depends_on_packages
+    from ._store import _cache_path, depends_on_packages
 
     depends_on_packages(packages)  # the plugins' packages, imported before the declaration
     problems = len(kernel.setup_problems)
     declare()
+    if _cache_path() is not None:  # a stored table is a checked one (else: at first parse)
+        kernel.check_references()
     if len(kernel.setup_problems) > problems:
         return {"table": None}  # a broken declaration is redone, and reported, each time
     try:
@@ -113,6 +115,7 @@ def _install(kernel: Any, table: FlagTable, inactive: dict[str, list[FlagSpec]],
              sources: dict[str, Any]) -> None:
     """Give ``kernel`` the table read back, as declaring it would have."""
     kernel.table, kernel.inactive_specs, kernel.sources = table, inactive, sources
+    kernel.references_checked = True  # it was stored only with no reference problem
     for name, specs in inactive.items():
         for option in (option for spec in specs for option in spec.option_strings):
             if option not in table.by_option:

@@ -205,7 +205,8 @@ class reads:  # noqa: N801 -- used as a function: ``with reads() as read:``
     """Collect, within the block, the files of every cached answer used and every file
     passed to :func:`depends_on` (path -> state when read).
 
-    A class rather than a ``contextlib`` generator: that module was ~0.5 ms of a resolve.
+    A class rather than a ``contextlib`` generator: that module is not imported on the
+    resolve path (docs/performance.md has the figures).
     """
 
     def __enter__(self) -> dict[str, str | None]:
@@ -345,8 +346,8 @@ def _store(path: str, record: dict[str, Any]) -> bool:
     replaced = False
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        # dumps, not dump: json.dump writes through the pure-Python encoder, ~15x slower
-        # than the C one dumps uses (~40 ms against ~3 ms for a ~200 kB flag table)
+        # dumps, not dump: json.dump writes through the pure-Python encoder, many times
+        # slower than the C one dumps uses (docs/performance.md)
         text = json.dumps(record, allow_nan=False)
         with open(temporary, "w", encoding="utf-8") as handle:
             handle.write(text)

@@ -75,8 +75,8 @@ def run() -> NoReturn:
 
     It ends the way the interpreter would -- ``atexit`` callbacks, standard streams
     flushed -- but without tearing the interpreter down: freeing every module, spec and
-    provenance record one by one took ~14 ms of a ~75 ms resolve, paid by every rank of a
-    launch for nothing. Where another thread is still running, the interpreter's own exit
+    provenance record one by one is a visible share of a resolve (docs/performance.md),
+    paid by every rank of a launch for nothing. Where another thread is still running, the interpreter's own exit
     (which waits for it) is kept.
     """
     code = main()

@@ -105,8 +105,8 @@ def parse_assumed_capability(text: str) -> tuple[int, int] | None:
     return int(major), int(minor or 0)
 
 
-# Names, versions and capabilities are checked with str methods where they can be: the
-# version pattern alone took 0.5 ms to compile, in every resolve stating --assume.
+# Names, versions and capabilities are checked with str methods where they can be: a
+# regular expression is compiled in every resolve stating --assume (docs/performance.md).
 
 def _is_number(text: str, most_digits: int | None = None) -> bool:
     """ASCII digits only (``str.isdigit`` also takes other scripts' digits), at least one."""

@@ -364,7 +364,8 @@ class _StandIns:
     Only a class of Megatron's own package can have one. Most enum values met are not
     (a plugin's enum with no Megatron counterpart, ``signal.Signals``) and are told so by
     their module; the declared enum types (every spec's default and choices, every plugin
-    module's enums: ~10 ms) are gathered once, and only when a Megatron class is met."""
+    module's enums: a cost docs/performance.md measures) are gathered once, and only when a
+    Megatron class is met."""
 
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel

@@ -142,5 +142,6 @@ def check_plugin(package: str) -> list[str]:
     if not isinstance(info, PluginInfo):
         return [*found, f"{package} has no megaplug_plugin = PluginInfo(...)"]
     kernel, _ = load(environ={}, plugins=[module])
+    kernel.check_references()
     return [*found, *(str(problem) for problem in kernel.setup_problems
                       if problem.plugin == info.name)]

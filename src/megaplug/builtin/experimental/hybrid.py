@@ -31,7 +31,7 @@ class HybridPattern:
     """A parsed pattern: the main layers (with pipeline separators) and the MTP part."""
 
     # A plain class: a dataclass would import inspect, and a NamedTuple compiles its
-    # methods when the module is imported (~0.25 ms of every resolve each).
+    # methods when the module is imported, in every resolve (docs/performance.md).
     __slots__ = ("main", "mtp", "mtp_depths")
 
     def __init__(self, main: str, mtp: str | None, mtp_depths: int) -> None:
