@@ -94,7 +94,7 @@ def test_bash_completes_commands_options_and_their_choices(scripts):
         ["completion", "diff", "docs", "explain", "flags", "list", "memory", "resolve",
          "schema", "upgrade"],
         ["explain"], ["--format"], ["json", "yaml"],
-        ["--help", "--json", "--no-autoload", "--order"], ["bash", "fish", "zsh"],
+        ["--assume", "--help", "--json", "--no-autoload", "--order"], ["bash", "fish", "zsh"],
         ["model", "moe"],
     ]
 

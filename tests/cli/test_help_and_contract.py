@@ -133,7 +133,8 @@ def test_flags_of_an_unavailable_plugin_are_listed_with_its_status(capsys, clean
 
 def test_list_has_a_header_and_sorts_by_name_unless_asked_for_the_order(capsys, clean_env):
     code, out, _ = run(capsys, "list")
-    lines = [line for line in out.splitlines() if not line.lstrip().startswith("->")]
+    *lines, target = [line for line in out.splitlines() if not line.lstrip().startswith("->")]
+    assert target.startswith("target Megatron: ")  # the release line and where it came from
     assert code == 0 and lines[0].split() == ["PLUGIN", "STATUS", "VERSION", "DISTRIBUTION",
                                               "FLAGS", "HOOKS", "ORDERING"]
     names = [line.split()[0] for line in lines[1:]]
@@ -141,7 +142,7 @@ def test_list_has_a_header_and_sorts_by_name_unless_asked_for_the_order(capsys, 
     kitchen = next(line for line in lines if line.startswith("kitchen"))
     assert kitchen.split()[:5] == ["kitchen", "unavailable", "0.1.0", "megaplug-kitchen", "2"]
     code, out, _ = run(capsys, "list", "--order")
-    ordered = [line.split()[0] for line in out.splitlines()[1:]
+    ordered = [line.split()[0] for line in out.splitlines()[1:-1]
                if not line.lstrip().startswith("->")]
     assert ordered.index("parallel") < ordered.index("training")
     assert ordered.index("parallel") < ordered.index("gtp") and ordered[-1] == "kitchen"
