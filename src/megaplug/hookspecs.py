@@ -1,9 +1,11 @@
 """The four hooks a megaplug plugin may implement, and the phases its rules run in.
 
-This module is the plugin author's manual. A resolve runs the phases in this order, each
-calling every active plugin in the declared plugin order: first the plugin's hook of that
-phase, if any, then the rules it declares for it with :class:`megaplug.Rules` (the usual
-way). Each contract below holds for a phase's hook and its rules alike.
+This module is the plugin author's manual. A plugin usually implements no hook: its
+``PluginInfo`` names its settings (``options="pkg.options:Name"``) and its rules
+(:class:`megaplug.Rules`), and the kernel imports them when needed. The hooks are for what
+is dynamic. A resolve runs the phases in this order, each calling every active plugin in
+the declared plugin order: first the plugin's hook of that phase, if any, then its rules
+for it. Each contract below holds for a phase's hook and its rules alike.
 
 1. ``add_args``  - once per process: declare settings.
 2. (kernel)       - fill values: declared defaults, config files, environment, command
@@ -65,7 +67,8 @@ HOOKS = ("add_args", *PHASES)
 
 @hookspec
 def add_args(flags: "FlagDeclarations") -> None:
-    """Declare this plugin's settings.
+    """Declare settings only known at run time (``PluginInfo(options=...)`` declares the
+    rest, before this hook runs).
 
     Call ``flags.add_options(MyOptions)`` with an options dataclass (see
     :class:`megaplug.Flag`) and/or ``flags.add_argument(...)`` like argparse. An option
