@@ -259,6 +259,16 @@ def _extra_fact(fact: dict[str, object]) -> dict[str, object]:
             "const": fact["const"]}
 
 
+#: The types a line's facts may state (``type=`` a builtin, or none: text).
+PLAIN_TYPES = {"int", "float", "str", "bool", None}
+
+
+def _plain_type(name: str | None) -> str | None:
+    """A measured or declared type's name as a line's facts state it; anything but a
+    builtin's is ``"custom"`` (a converter of megaplug's own, never restated)."""
+    return name if name in PLAIN_TYPES else "custom"
+
+
 def line_facts(measured: dict[str, list[dict[str, object]]]) -> tuple[dict, dict, list]:
     """Per plugin: per flag (its first option string) the lines that have it and the facts
     that differ, and the flags it has only in some lines; and the measured flags no plugin
@@ -294,6 +304,9 @@ def line_facts(measured: dict[str, list[dict[str, object]]]) -> tuple[dict, dict
             for field in ("default", "choices", "nargs", "const", "action", "option_strings"):
                 if theirs[field] != ours[field]:
                     stated.setdefault(field, {})[line] = theirs[field]
+            if _plain_type(fact["type"]) != _plain_type(spec.type_name) and {
+                    _plain_type(fact["type"]), _plain_type(spec.type_name)} <= PLAIN_TYPES:
+                stated.setdefault("type", {})[line] = _plain_type(fact["type"])
         if "main" in present or any(option in seed_only for option in spec.option_strings):
             present.append(SEED)
         if len(present) < len(measured) + 1:

@@ -278,3 +278,17 @@ def test_019_dequantizes_tensorwise_fp8_checkpoints_upfront():
     newest = megaplug.resolve(fp8, target=_target("seed"))
     assert "stream_ckpt_dequant" not in newest
     assert not any("dequantize" in str(w) for w in newest.warnings)
+
+
+@pytest.mark.parametrize("line, given, value", [
+    ("0.19", ["--rl-generation-lag", "2"], 2), ("seed", ["--rl-generation-lag", "2"], 2.0),
+    ("0.15", ["--rampup-batch-size", "4", "4", "100"], ["4", "4", "100"]),  # untyped then
+    ("0.17", ["--rampup-batch-size", "4", "4", "100"], [4, 4, 100]),
+])
+def test_a_flags_type_is_the_target_lines(line, given, value):
+    resolved = megaplug.resolve([*CORE, *given, "--global-batch-size", "8"],
+                                target=_target(line))
+    dest = given[0][2:].replace("-", "_")
+    assert resolved[dest] == value
+    assert [type(item) for item in resolved[dest]] == [type(item) for item in value] if (
+        isinstance(value, list)) else type(resolved[dest]) is type(value)

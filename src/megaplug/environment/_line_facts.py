@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from typing import Any, Mapping
 
 #: The facts a line may state differently from the declaration.
-FACT_FIELDS = ("default", "choices", "nargs", "const", "action", "option_strings")
+FACT_FIELDS = ("type", "default", "choices", "nargs", "const", "action", "option_strings")
 
 
 class LineFacts:
@@ -26,7 +26,7 @@ class LineFacts:
     option string it is declared with first), ``"lines"``: the lines that have it (absent:
     all), and per fact of :data:`FACT_FIELDS` that some line states differently, ``{line:
     value}`` for those lines, values encoded as measured (an enum member as
-    ``"Class.member"``). ``extra``: flags the plugin has only in some lines, as those lines'
+    ``"Class.member"``; a type as ``"int"``, ``"float"``, ``"str"``, ``"bool"`` or None). ``extra``: flags the plugin has only in some lines, as those lines'
     parsers declare them (``option_strings``, ``dest``, ``action``, ``type`` -- ``"int"``,
     ``"float"``, ``"str"``, ``"bool"`` or None --, ``default``, ``choices``, ``nargs``,
     ``const``, and ``lines``): a flag an older release has and megaplug's newest line does
@@ -118,6 +118,8 @@ def _restate(spec: Any, stated: Mapping[str, Any], line: str) -> None:
             value = by_line[line]
             if field == "option_strings":
                 value = tuple(value)
+            elif field == "type":  # a builtin's name, or None: the value as text
+                value = _TYPES[value]
             elif field in ("default", "choices", "const"):
                 value = _value_for(spec, value)
                 if field == "choices" and value is not None:

@@ -22,7 +22,7 @@ FACTS = LineFacts("megatron_core", ('0.13', '0.14', '0.15', '0.16', '0.17', '0.1
     '--rl-default-top-k': {'lines': ('0.16', '0.17', '0.18', '0.19', 'main', 'seed')},
     '--rl-default-top-p': {'lines': ('0.16', '0.17', '0.18', '0.19', 'main', 'seed')},
     '--rl-durable-rollout-bank': {'lines': ('main', 'seed')},
-    '--rl-generation-lag': {'lines': ('0.19', 'main', 'seed'), 'default': {'0.19': 0}},
+    '--rl-generation-lag': {'lines': ('0.19', 'main', 'seed'), 'default': {'0.19': 0}, 'type': {'0.19': 'int'}},
     '--rl-importance-sampling-truncation-coef': {'lines': ('0.15', '0.16', '0.17', '0.18', '0.19', 'main', 'seed')},
     '--rl-inference-expert-model-parallel-size': {'lines': ('0.16', '0.17', '0.18', '0.19', 'main', 'seed')},
     '--rl-inference-expert-tensor-model-parallel-size': {'lines': ('0.16', '0.17', '0.18', '0.19', 'main', 'seed')},
@@ -47,7 +47,7 @@ FACTS = LineFacts("megatron_core", ('0.13', '0.14', '0.15', '0.16', '0.17', '0.1
     '--rl-skip-bos-token': {'lines': ('0.16', '0.17', '0.18', '0.19', 'main', 'seed')},
     '--rl-submission-granularity': {'lines': ('0.19', 'main', 'seed')},
     '--rl-training-cuda-graphs': {'lines': ('0.16', '0.17', '0.18', '0.19', 'main', 'seed')},
-    '--rl-use-sequence-packing': {'lines': ('0.15', '0.16', '0.17', '0.18', '0.19', 'main', 'seed'), 'action': {'0.15': 'store_true'}, 'option_strings': {'0.15': ['--rl-use-sequence-packing']}},
+    '--rl-use-sequence-packing': {'lines': ('0.15', '0.16', '0.17', '0.18', '0.19', 'main', 'seed'), 'action': {'0.15': 'store_true'}, 'option_strings': {'0.15': ['--rl-use-sequence-packing']}, 'type': {'0.15': None}},
     '--rl-verify-model-weights-swap': {'lines': ('0.16', '0.17', '0.18', '0.19', 'main', 'seed')},
 }, (
     {'action': 'store', 'choices': None, 'const': None, 'default': 1.0, 'dest': 'grpo_default_temperature', 'nargs': None, 'option_strings': ['--grpo-default-temperature'], 'type': 'float', 'lines': ('0.15',)},

@@ -6,18 +6,20 @@ do not edit by hand (see docs/megatron-compat.md)."""
 from megaplug.environment import LineFacts
 
 FACTS = LineFacts("megatron_core", ('0.13', '0.14', '0.15', '0.16', '0.17', '0.18', '0.19', 'main', 'seed'), {
-    '--fp4-format': {'lines': ('0.15', '0.16', '0.17', '0.18', '0.19', 'main', 'seed')},
+    '--fp4-format': {'lines': ('0.15', '0.16', '0.17', '0.18', '0.19', 'main', 'seed'), 'type': {'0.15': None}},
     '--fp4-param-gather': {'lines': ('0.17', '0.18', '0.19', 'main', 'seed')},
     '--fp4-quantizer-factory': {'lines': ('0.16', '0.17', '0.18', '0.19', 'main', 'seed')},
-    '--fp4-recipe': {'lines': ('0.15', '0.16', '0.17', '0.18', '0.19', 'main', 'seed'), 'choices': {'0.15': ['nvfp4']}},
+    '--fp4-recipe': {'lines': ('0.15', '0.16', '0.17', '0.18', '0.19', 'main', 'seed'), 'choices': {'0.15': ['nvfp4']}, 'type': {'0.15': None}},
+    '--fp8-amax-compute-algo': {'type': {'0.13': None, '0.14': None, '0.15': None}},
+    '--fp8-format': {'type': {'0.13': None, '0.14': None, '0.15': None}},
     '--fp8-output-proj': {'lines': ('0.18', '0.19', 'main', 'seed')},
     '--fp8-quantizer-factory': {'lines': ('0.16', '0.17', '0.18', '0.19', 'main', 'seed')},
-    '--fp8-recipe': {'choices': {'0.13': ['tensorwise', 'delayed', 'mxfp8', 'blockwise'], '0.14': ['tensorwise', 'delayed', 'mxfp8', 'blockwise'], '0.15': ['tensorwise', 'delayed', 'mxfp8', 'blockwise']}},
+    '--fp8-recipe': {'choices': {'0.13': ['tensorwise', 'delayed', 'mxfp8', 'blockwise'], '0.14': ['tensorwise', 'delayed', 'mxfp8', 'blockwise'], '0.15': ['tensorwise', 'delayed', 'mxfp8', 'blockwise']}, 'type': {'0.13': None, '0.14': None, '0.15': None}},
     '--kitchen-attention-backend': {'lines': ('0.16', '0.17', '0.18', '0.19', 'main', 'seed')},
     '--mamba-training-ssm-states-dtype': {'lines': ('0.19', 'main', 'seed')},
     '--no-fp8-wgrad': {'option_strings': {'0.13': ['--no-fp8-wgrad'], '0.14': ['--no-fp8-wgrad'], '0.15': ['--no-fp8-wgrad']}},
     '--output-logit-dtype': {'lines': ('main', 'seed')},
-    '--te-precision-config-file': {'lines': ('0.16', '0.17', '0.18', '0.19', 'main', 'seed')},
+    '--te-precision-config-file': {'lines': ('0.16', '0.17', '0.18', '0.19', 'main', 'seed'), 'type': {'0.16': None, '0.17': None, '0.18': None, '0.19': None, 'main': None}},
     '--use-kitchen-attention': {'lines': ('0.16', '0.17', '0.18', '0.19', 'main', 'seed')},
 }, (
     {'action': 'store_true', 'choices': None, 'const': True, 'default': False, 'dest': 'fp4_param', 'nargs': None, 'option_strings': ['--fp4-param-gather'], 'type': None, 'lines': ('0.15', '0.16')},

@@ -55,7 +55,7 @@ FACTS = LineFacts("megatron_core", ('0.13', '0.14', '0.15', '0.16', '0.17', '0.1
     '--pytorch-profiler-collect-callstack': {'lines': ('0.17', '0.18', '0.19', 'main', 'seed')},
     '--pytorch-profiler-collect-chakra': {'lines': ('0.17', '0.18', '0.19', 'main', 'seed')},
     '--pytorch-profiler-collect-shapes': {'lines': ('0.17', '0.18', '0.19', 'main', 'seed')},
-    '--rampup-batch-size': {'nargs': {'0.13': '*', '0.14': '*', '0.15': '*'}},
+    '--rampup-batch-size': {'nargs': {'0.13': '*', '0.14': '*', '0.15': '*'}, 'type': {'0.13': None, '0.14': None, '0.15': None}},
     '--recompute-modules': {'nargs': {'0.13': '*', '0.14': '*', '0.15': '*'}},
     '--record-shapes': {'lines': ('0.18', '0.19', 'main', 'seed')},
     '--rerun-mode': {'default': {'0.13': 'disabled'}},
