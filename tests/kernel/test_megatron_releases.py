@@ -292,3 +292,18 @@ def test_a_flags_type_is_the_target_lines(line, given, value):
     assert resolved[dest] == value
     assert [type(item) for item in resolved[dest]] == [type(item) for item in value] if (
         isinstance(value, list)) else type(resolved[dest]) is type(value)
+
+
+PLAIN = {"int", "float", "str", "bool", None}
+
+
+@pytest.mark.parametrize("line", MEASURED_LINES)
+def test_each_lines_plain_types_are_its_releases(line):
+    """A builtin ``type=`` (or none) is the release's; megaplug's own converters (enums,
+    dtypes, patterns) stand for the release's custom ones and are judged by the tier."""
+    flags = {spec.primary: spec for spec in _table(line) if spec.kind == "flag"}
+    differences = [(option, fact["type"], flags[option].type_name)
+                   for option, fact in _measured(line).items()
+                   if fact["type"] in PLAIN and flags[option].type_name in PLAIN
+                   and fact["type"] != flags[option].type_name]
+    assert differences == []
