@@ -69,7 +69,27 @@ def graphed_router_with_delayed_wgrad(config: Draft) -> None:
                      hint="drop --no-gradient-accumulation-fusion")
 
 
+def dense_encoder_shares_decoder_tensor_parallelism(config: Draft) -> None:
+    """Megatron 0.13 (the last release with encoder parallel sizes) runs an encoder without
+    its own pipeline stages on the decoder's first stage, so an explicitly dense model
+    (``--num-experts 0``) needs the decoder's tensor-parallel size there."""
+    encoder_tp = config.get("encoder_tensor_model_parallel_size")
+    if encoder_tp is None or config.get("encoder_pipeline_model_parallel_size") != 0 \
+            or config.given_value("num_experts") != 0:
+        return  # not a 0.13 launch, an encoder with its own stages, or not said to be dense
+    tp = config.get("tensor_model_parallel_size", 1)
+    if encoder_tp != tp:
+        config.error(f"--encoder-tensor-model-parallel-size {encoder_tp} must equal "
+                     f"--tensor-model-parallel-size {tp}: a dense encoder without its own "
+                     "pipeline stages shares the decoder's first stage",
+                     flags=("encoder_tensor_model_parallel_size", "tensor_model_parallel_size",
+                            "num_experts"),
+                     hint=f"pass --encoder-tensor-model-parallel-size {tp}, or give the "
+                          "encoder its own stages (--encoder-pipeline-model-parallel-size)")
+
+
 CHECKS: tuple[Callable[[Draft], None], ...] = (
+    dense_encoder_shares_decoder_tensor_parallelism,
     flex_dispatcher_needs_real_communication,
     graphed_router_with_delayed_wgrad,
     warn_device_connections_with_model_parallelism,
