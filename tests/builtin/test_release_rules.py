@@ -190,3 +190,31 @@ def test_tensorwise_fp8_dequantizes_up_front_in_0_19():
 def test_no_streaming_dequantization_outside_0_19(version):
     assert "stream_ckpt_dequant" not in resolve_at(version, *TENSORWISE,
                                                    transformer_engine="2.17.1")
+
+
+# -- training: the schedule (batch-size rampup with iterations, --skip-train) ----------------
+
+RAMPUP = ("--train-iters", "100", "--global-batch-size", "32", "--rampup-batch-size", "8", "8",
+          "1000")
+
+
+@pytest.mark.parametrize("version,line", [("0.13.1", "0.13"), ("0.17.1", "0.17")])
+def test_rampup_with_iterations_refused_before_0_18(version, line):
+    assert messages(version, *RAMPUP, plugin="training") == [
+        "--rampup-batch-size is not supported with iteration-based training (--train-iters) "
+        f"in Megatron {line}"]
+
+
+@pytest.mark.parametrize("version", ["0.18.2", "main"])
+def test_rampup_with_iterations_taken_from_0_18(version):
+    assert messages(version, *RAMPUP, plugin="training") == []
+
+
+def test_skip_train_leaves_the_schedule_unchecked_from_0_17():
+    flags = ("--skip-train", *RAMPUP, "--lr-decay-samples", "10")
+    assert messages("0.17.1", *flags, plugin="training") == []
+    assert sorted(messages("0.16.1", *flags, plugin="training")) == [
+        "--rampup-batch-size is not supported with iteration-based training (--train-iters) "
+        "in Megatron 0.16",
+        "--train-iters sets iteration-based training, which cannot be combined with "
+        "--lr-decay-samples"]

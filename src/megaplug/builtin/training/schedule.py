@@ -47,8 +47,9 @@ def check_weight_decay_range(config: Draft) -> None:
 
 def _check_counted_in(config: Draft, unit: str, other: str, mode: str, other_mode: str) -> None:
     """When training length is given in ``unit`` (iters / samples), every length-like
-    setting must be counted in it too (unless --skip-train leaves the schedule unused)."""
-    if not config[f"train_{unit}"] or config.get("skip_train", False):
+    setting must be counted in it too (unless --skip-train leaves the schedule unused: from
+    Megatron 0.17)."""
+    if not config[f"train_{unit}"] or _schedule_unused(config):
         return
     conflicts = []
     # --train-iters with --train-samples is one mistake: the iteration check names the pair
@@ -68,6 +69,25 @@ def _check_counted_in(config: Draft, unit: str, other: str, mode: str, other_mod
         config.error(f"--lr-warmup-fraction and --lr-warmup-{unit} both set the warmup length",
                      flags=("lr_warmup_fraction", f"lr_warmup_{unit}"),
                      hint="keep one of them")
+
+
+def _schedule_unused(config: Draft) -> bool:
+    """--skip-train leaves the training schedule unchecked from Megatron 0.17 on."""
+    return bool(config.get("skip_train", False)) and config.env.line_at_least(
+        "megatron_core", "0.17")
+
+
+def check_no_rampup_with_iterations(config: Draft) -> None:
+    """Megatron before 0.18 refuses a batch-size rampup under iteration-based training."""
+    env = config.env
+    if not env.line_before("megatron_core", "0.18") or not config.train_iters \
+            or _schedule_unused(config) or config.get("rampup_batch_size") is None:
+        return
+    config.error(f"--rampup-batch-size is not supported with iteration-based training "
+                 f"(--train-iters) in Megatron {env.release_line('megatron_core')}",
+                 flags=("rampup_batch_size", "train_iters"),
+                 hint="train by samples (--train-samples), or drop --rampup-batch-size "
+                      "(Megatron 0.18 and later take both)")
 
 
 def check_iteration_based(config: Draft) -> None:
@@ -105,6 +125,7 @@ DERIVE: tuple[Callable[[Draft], None], ...] = (derive_weight_decay_range,)
 
 VALIDATE: tuple[Callable[[Draft], None], ...] = (
     check_iteration_based,
+    check_no_rampup_with_iterations,
     check_sample_based,
     check_learning_rate_floor,
     check_weight_decay_range,
