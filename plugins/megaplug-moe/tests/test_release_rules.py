@@ -26,3 +26,21 @@ def test_dense_encoder_needs_the_decoder_tensor_parallelism_in_0_13():
 def test_not_said_to_be_dense_or_a_later_release_is_not_checked():
     assert moe_messages("0.13.1", "--tensor-model-parallel-size", "2") == []
     assert moe_messages("0.14.0", *DENSE_TP2) == []
+
+
+MOE_EP2 = ("--num-experts", "4", "--expert-model-parallel-size", "2", "-p", "no:preflight")
+
+
+def test_early_moe_grouped_gemm_needs_bf16_before_0_16():
+    flags = (*MOE_EP2, "--moe-grouped-gemm")
+    assert moe_messages("0.15.3", *flags) == [
+        "--moe-grouped-gemm supports only bf16 in Megatron 0.15"]
+    assert moe_messages("0.15.3", *flags, "--bf16") == []
+    assert moe_messages("0.16.1", *flags) == []
+
+
+def test_early_expert_parallelism_refuses_fp16_before_0_16():
+    assert moe_messages("0.13.1", *MOE_EP2, "--fp16") == [
+        "expert parallelism (--expert-model-parallel-size 2) does not support --fp16 in "
+        "Megatron 0.13"]
+    assert moe_messages("main", *MOE_EP2, "--fp16") == []

@@ -88,7 +88,29 @@ def dense_encoder_shares_decoder_tensor_parallelism(config: Draft) -> None:
                           "encoder its own stages (--encoder-pipeline-model-parallel-size)")
 
 
+def early_moe_limits(config: Draft) -> None:
+    """Megatron before 0.16 ran MoE in fewer shapes: grouped GEMM only in bf16, expert
+    parallelism not in fp16, and no custom --spec for an MoE model."""
+    env = config.env
+    if not env.line_before("megatron_core", "0.16"):
+        return
+    line = env.release_line("megatron_core")
+    if config.moe_grouped_gemm and not config.get("bf16"):
+        config.error(f"--moe-grouped-gemm supports only bf16 in Megatron {line}",
+                     flags=("moe_grouped_gemm", "bf16"), hint="add --bf16, or drop "
+                     "--moe-grouped-gemm")
+    if config.expert_model_parallel_size > 1 and config.get("fp16"):
+        config.error(f"expert parallelism (--expert-model-parallel-size "
+                     f"{config.expert_model_parallel_size}) does not support --fp16 in "
+                     f"Megatron {line}", flags=("expert_model_parallel_size", "fp16"),
+                     hint="train in bf16, or use --expert-model-parallel-size 1")
+    if config.num_experts is not None and config.get("spec") is not None:
+        config.error(f"--spec cannot be used with an MoE model (--num-experts) in Megatron "
+                     f"{line}", flags=("spec", "num_experts"), hint="drop --spec")
+
+
 CHECKS: tuple[Callable[[Draft], None], ...] = (
+    early_moe_limits,
     dense_encoder_shares_decoder_tensor_parallelism,
     flex_dispatcher_needs_real_communication,
     graphed_router_with_delayed_wgrad,
