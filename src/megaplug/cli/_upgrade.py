@@ -59,7 +59,7 @@ def run_upgrade(options: argparse.Namespace, args: list[str]) -> int:
         old = _resolve(options, options.from_version, launch)
         new = _resolve(options, options.to_version, launch)
     flags = flag_changes(old.kernel, new.kernel, argv, settings)
-    report = compare(old, new, flags, given=_given(old, argv, settings))
+    report = compare(old, new, flags, given=_given(old, settings))
     report["source"] = source_label
     if options.rewrite:
         if settings:
@@ -160,7 +160,7 @@ class _as_config_file:
             self.directory.cleanup()
 
 
-def _given(old: Side, argv: Sequence[str], settings: dict[str, Any]) -> set[str]:
+def _given(old: Side, settings: dict[str, Any]) -> set[str]:
     """The settings the launch itself sets (not defaults, not derived)."""
     given = {dest for dest, provenance in old.provenance.items()
              if provenance is not None and provenance.source in ("command-line", "config-file")}
