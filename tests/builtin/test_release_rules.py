@@ -218,3 +218,16 @@ def test_skip_train_leaves_the_schedule_unchecked_from_0_17():
         "in Megatron 0.16",
         "--train-iters sets iteration-based training, which cannot be combined with "
         "--lr-decay-samples"]
+
+
+# -- model: multi-token prediction with context parallelism (refused in 0.13) ----------------
+
+MTP_CP2 = ("--mtp-num-layers", "1", "--position-embedding-type", "rope",
+           "--context-parallel-size", "2")
+
+
+def test_mtp_with_context_parallelism_refused_in_0_13_only():
+    assert messages("0.13.1", *MTP_CP2, environ={"WORLD_SIZE": "2"}, plugin="model") == [
+        "multi-token prediction does not support context parallelism (--context-parallel-size 2)"
+        " in Megatron 0.13"]
+    assert messages("0.14.0", *MTP_CP2, environ={"WORLD_SIZE": "2"}, plugin="model") == []

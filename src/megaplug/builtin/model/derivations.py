@@ -21,7 +21,8 @@ EARLY_MTP_POSITION_TYPES = ("rope", "none")
 
 
 def check_early_mtp_position_embedding(config: Draft) -> None:
-    """Models with MTP layers need rotary or no position embeddings."""
+    """Models with MTP layers need rotary or no position embeddings (and, in Megatron 0.13,
+    no context parallelism)."""
     if not config.mtp_num_layers:
         return
     kind = config.position_embedding_type
@@ -30,6 +31,12 @@ def check_early_mtp_position_embedding(config: Draft) -> None:
             f"multi-token prediction does not support --position-embedding-type {kind}",
             flags=("position_embedding_type", "mtp_num_layers"),
             hint="use --position-embedding-type rope or none, or drop the MTP layers")
+    context_parallel = config.get("context_parallel_size", 1)
+    if context_parallel > 1 and config.env.line_before("megatron_core", "0.14"):
+        config.error(f"multi-token prediction does not support context parallelism "
+                     f"(--context-parallel-size {context_parallel}) in Megatron 0.13",
+                     flags=("mtp_num_layers", "context_parallel_size"),
+                     hint="use --context-parallel-size 1, or drop the MTP layers")
 
 
 def disable_hidden_state_mixing_below_two_mtp_layers(config: Draft) -> None:
