@@ -378,6 +378,18 @@ def _print_text(report: dict[str, Any]) -> None:
         print(f"\nthe launch is not valid under {old['version']} either:")
         for problem in old["problems"]:
             print(f"  - {_blamed(problem)}")
+    _print_problems(report, target)
+    _print_values(report)
+    _print_presence(report["removed_settings"], f"settings {target} does not have",
+                    old["version"])
+    _print_presence(report["new_settings"], f"settings new in {target}", target)
+    count = report["changes"]
+    print(f"\n{count or 'nothing'} change{'s' if count != 1 else ''} for this launch "
+          f"from {old['version']} to {target}")
+
+
+def _print_problems(report: dict[str, Any], target: str) -> None:
+    """Flags removed or renamed, problems the target reports, warnings it newly gives."""
     if report["flags"]:
         print(f"\nflags of this launch that {target} removed or renamed:")
         for flag in report["flags"]:
@@ -391,9 +403,13 @@ def _print_text(report: dict[str, Any]) -> None:
             hint = f" (hint: {problem['hint']})" if problem["hint"] else ""
             print(f"  - {_blamed(problem)}{hint}")
     if report["new_warnings"]:
-        print(f"\nwarnings {target} gives that {old['version']} did not:")
+        print(f"\nwarnings {target} gives that {report['from']['version']} did not:")
         for warning in report["new_warnings"]:
             print(f"  - {_blamed(warning)}")
+
+
+def _print_values(report: dict[str, Any]) -> None:
+    """Values that change, by why: a declared default, a derivation, otherwise."""
     titles = {"default": "defaults that change", "derived": "derived values that change",
               "value": "values that change"}
     for kind, title in titles.items():
@@ -409,12 +425,6 @@ def _print_text(report: dict[str, Any]) -> None:
             else:
                 print(f"      from: {entry['from']['provenance']}")
                 print(f"      to:   {entry['to']['provenance']}")
-    _print_presence(report["removed_settings"], f"settings {target} does not have",
-                    old["version"])
-    _print_presence(report["new_settings"], f"settings new in {target}", target)
-    count = report["changes"]
-    print(f"\n{count or 'nothing'} change{'s' if count != 1 else ''} for this launch "
-          f"from {old['version']} to {target}")
 
 
 def _blamed(problem: dict[str, Any]) -> str:

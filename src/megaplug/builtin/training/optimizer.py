@@ -106,10 +106,11 @@ def check_emerging_optimizer(config: Draft) -> None:
 
 def _check_early_muon(config: Draft) -> None:
     """Megatron 0.16 and 0.17 run Muon only with Megatron DDP's own optimizer: not the
-    distributed optimizer, not FSDP, and (0.17: only ``muon``, ``dist_muon`` overlaps) without
-    overlapped gradient reduction or parameter gathering."""
+    distributed optimizer and (0.17: only ``muon``, ``dist_muon`` overlaps) without
+    overlapped gradient reduction or parameter gathering. (Not with FSDP either: the fsdp
+    plugin says so, as it does for every emerging optimizer.)"""
     optimizer = config.optimizer
-    refused = ["use_distributed_optimizer", "use_torch_fsdp2", "use_megatron_fsdp"]
+    refused = ["use_distributed_optimizer"]
     if optimizer == "muon" or config.env.line_before("megatron_core", "0.17"):
         refused += ["overlap_grad_reduce", "overlap_param_gather"]
     for dest in refused:
