@@ -350,6 +350,18 @@ def add_derived_key_lines(per_plugin: dict[str, dict[str, dict[str, object]]]) -
         per_plugin.setdefault(spec.plugin, {})[spec.primary] = {"lines": tuple(present)}
 
 
+_POSITIONS: dict[str, dict[str, int]] = {}
+
+
+def _declared_at(flag: dict[str, object], line: str) -> tuple[int, int]:
+    """Where ``line``'s parser declares ``flag``: (the line's place from the newest, the
+    action's index)."""
+    if line not in _POSITIONS:
+        facts = [json.loads(row) for row in (DATA / f"{line}.jsonl").read_text().splitlines()]
+        _POSITIONS[line] = {fact["option_strings"][0]: index for index, fact in enumerate(facts)}
+    return -list(RELEASES).index(line), _POSITIONS[line].get(flag["option_strings"][0], 0)
+
+
 def plugin_module(table: object, plugin: str) -> tuple[str, Path]:
     """The package a plugin's options class lives in, and its directory."""
     import importlib
@@ -379,7 +391,9 @@ def write_plugin_facts(per_plugin: dict[str, dict[str, dict[str, object]]],
         out.append("}, (")
         flags = [(json.loads(encoded), tuple(lines))
                  for encoded, lines in extras.get(plugin, {}).items()]
-        flags.sort(key=lambda item: (item[0]["option_strings"], item[1]))
+        # in the order the newest line having it declares it: of two flags of one setting,
+        # the first declared gives the default (argparse)
+        flags.sort(key=lambda item: (item[0]["dest"], *_declared_at(item[0], item[1][-1])))
         for flag, flag_lines in flags:
             out.append(f"    {dict(flag, lines=flag_lines)!r},")
         out.append("))")

@@ -307,3 +307,18 @@ def test_each_lines_plain_types_are_its_releases(line):
                    if fact["type"] in PLAIN and flags[option].type_name in PLAIN
                    and fact["type"] != flags[option].type_name]
     assert differences == []
+
+
+@pytest.mark.parametrize("line", MEASURED_LINES)
+def test_each_settings_default_is_its_releases_first_declaration(line):
+    """Several flags may set one setting (0.16's --enable- / --disable-chunked-prefill); as
+    in argparse, the first one declared gives its default."""
+    facts = [json.loads(row) for row in (DATA / f"{line}.jsonl").read_text().splitlines()]
+    expected: dict[str, object] = {}
+    for fact in facts:
+        if fact["option_strings"][0] not in CONDITIONAL:
+            expected.setdefault(fact["dest"], fact["default"])
+    table = _table(line)
+    found = {dest: encode(table.by_dest[dest][0].default) for dest in expected}
+    assert {dest: (found[dest], value) for dest, value in expected.items()
+            if found[dest] != value} == {}

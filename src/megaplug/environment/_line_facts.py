@@ -77,7 +77,7 @@ def narrow(table: Any, lines: Mapping[str, str]) -> None:
                 _restate(spec, stated, line)
         for flag in facts.extra:
             if line in flag["lines"]:
-                table.specs.append(_extra_spec(flag, plugin))
+                _place(table.specs, _extra_spec(flag, plugin))
             else:
                 for option in flag["option_strings"]:
                     where.setdefault(option, []).extend(
@@ -86,6 +86,18 @@ def narrow(table: Any, lines: Mapping[str, str]) -> None:
     for option, found in where.items():  # (package, line) pairs
         package = found[0][0]
         table.elsewhere[option] = f"{package} {', '.join(dict.fromkeys(l for _, l in found))}"
+
+
+def _place(specs: list[Any], spec: Any) -> None:
+    """Add a line's own flag ahead of the specs already declaring its setting (a computed
+    one): the first flag declaring a setting gives its default, as in argparse. ``extra``
+    lists a line's flags in the order that line's parser declares them."""
+    first = next((index for index, other in enumerate(specs) if other.dest == spec.dest
+                  and other.kind != "flag"), None)
+    if first is None:
+        specs.append(spec)
+    else:
+        specs.insert(first, spec)
 
 
 def _withhold(table: Any, spec: Any, present: list[tuple[str, str]],

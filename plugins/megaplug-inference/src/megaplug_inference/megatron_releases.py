@@ -58,14 +58,14 @@ FACTS = LineFacts("megatron_core", ('0.13', '0.14', '0.15', '0.16', '0.17', '0.1
     '--use-legacy-static-engine': {'lines': ('0.16', '0.17', '0.18', '0.19', 'main', 'seed')},
     '--use-same-sampling-seed-across-dp-ranks': {'lines': ('0.19', 'main', 'seed')},
 }, (
-    {'action': 'store_true', 'choices': None, 'const': True, 'default': False, 'dest': 'disable_chunked_prefill', 'nargs': None, 'option_strings': ['--disable-chunked-prefill'], 'type': None, 'lines': ('0.15', '0.16')},
     {'action': 'store_false', 'choices': None, 'const': False, 'default': True, 'dest': 'disable_chunked_prefill', 'nargs': None, 'option_strings': ['--enable-chunked-prefill'], 'type': None, 'lines': ('0.16',)},
+    {'action': 'store_true', 'choices': None, 'const': True, 'default': False, 'dest': 'disable_chunked_prefill', 'nargs': None, 'option_strings': ['--disable-chunked-prefill'], 'type': None, 'lines': ('0.15', '0.16')},
     {'action': 'store', 'choices': None, 'const': None, 'default': 0.2, 'dest': 'inference_dynamic_batching_buffer_guaranteed_fraction', 'nargs': None, 'option_strings': ['--inference-dynamic-batching-buffer-guaranteed-fraction'], 'type': 'float', 'lines': ('0.13', '0.14', '0.15')},
     {'action': 'store', 'choices': None, 'const': None, 'default': None, 'dest': 'inference_dynamic_batching_buffer_overflow_factor', 'nargs': None, 'option_strings': ['--inference-dynamic-batching-buffer-overflow-factor'], 'type': 'float', 'lines': ('0.13', '0.14', '0.15')},
     {'action': 'store', 'choices': None, 'const': None, 'default': 256, 'dest': 'inference_dynamic_batching_chunk_size', 'nargs': None, 'option_strings': ['--inference-dynamic-batching-chunk-size'], 'type': 'int', 'lines': ('0.13', '0.14')},
     {'action': 'store', 'choices': None, 'const': None, 'default': 16384, 'dest': 'inference_dynamic_batching_cuda_graph_max_tokens', 'nargs': None, 'option_strings': ['--inference-dynamic-batching-cuda-graph-max-tokens'], 'type': 'int', 'lines': ('0.16', '0.17')},
     {'action': 'store', 'choices': None, 'const': None, 'default': None, 'dest': 'inference_dynamic_batching_max_requests_override', 'nargs': None, 'option_strings': ['--inference-dynamic-batching-max-requests-override'], 'type': 'int', 'lines': ('0.13', '0.14', '0.15')},
     {'action': 'store', 'choices': None, 'const': None, 'default': None, 'dest': 'inference_dynamic_batching_max_tokens_override', 'nargs': None, 'option_strings': ['--inference-dynamic-batching-max-tokens-override'], 'type': 'int', 'lines': ('0.13', '0.14', '0.15')},
-    {'action': 'store', 'choices': None, 'const': None, 'default': None, 'dest': 'inference_max_batch_size', 'nargs': None, 'option_strings': ['--inference-max-batch-size'], 'type': 'int', 'lines': ('0.15', '0.16')},
     {'action': 'store', 'choices': None, 'const': None, 'default': 8, 'dest': 'inference_max_batch_size', 'nargs': None, 'option_strings': ['--inference-max-requests'], 'type': 'int', 'lines': ('0.13', '0.14', '0.15', '0.16')},
+    {'action': 'store', 'choices': None, 'const': None, 'default': None, 'dest': 'inference_max_batch_size', 'nargs': None, 'option_strings': ['--inference-max-batch-size'], 'type': 'int', 'lines': ('0.15', '0.16')},
 ))

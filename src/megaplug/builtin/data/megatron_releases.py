@@ -49,10 +49,10 @@ FACTS = LineFacts("megatron_core", ('0.13', '0.14', '0.15', '0.16', '0.17', '0.1
     {'action': 'store_true', 'choices': None, 'const': True, 'default': False, 'dest': 'legacy_tokenizer', 'nargs': None, 'option_strings': ['--legacy-tokenizer'], 'type': None, 'lines': ('0.15', '0.16')},
     {'action': 'store', 'choices': None, 'const': None, 'default': 256, 'dest': 'retriever_seq_length', 'nargs': None, 'option_strings': ['--retriever-seq-length'], 'type': 'int', 'lines': ('0.13', '0.14', '0.15')},
     {'action': 'store', 'choices': None, 'const': None, 'default': None, 'dest': 'tiktoken_special_tokens', 'nargs': '+', 'option_strings': ['--tiktoken-special-tokens'], 'type': 'str', 'lines': ('0.13', '0.14', '0.15', '0.16', '0.17')},
-    {'action': 'store_true', 'choices': None, 'const': True, 'default': False, 'dest': 'tokenizer_hf_include_special_tokens', 'nargs': None, 'option_strings': ['--tokenizer-hf-include-special-tokens'], 'type': None, 'lines': ('0.16',)},
     {'action': 'store_true', 'choices': None, 'const': True, 'default': True, 'dest': 'tokenizer_hf_include_special_tokens', 'nargs': None, 'option_strings': ['--tokenizer-hf-include-special-tokens'], 'type': None, 'lines': ('0.17',)},
-    {'action': 'store_true', 'choices': None, 'const': True, 'default': False, 'dest': 'tokenizer_hf_use_fast', 'nargs': None, 'option_strings': ['--tokenizer-hf-use-fast'], 'type': None, 'lines': ('0.16',)},
+    {'action': 'store_true', 'choices': None, 'const': True, 'default': False, 'dest': 'tokenizer_hf_include_special_tokens', 'nargs': None, 'option_strings': ['--tokenizer-hf-include-special-tokens'], 'type': None, 'lines': ('0.16',)},
     {'action': 'store_true', 'choices': None, 'const': True, 'default': True, 'dest': 'tokenizer_hf_use_fast', 'nargs': None, 'option_strings': ['--tokenizer-hf-use-fast'], 'type': None, 'lines': ('0.17',)},
+    {'action': 'store_true', 'choices': None, 'const': True, 'default': False, 'dest': 'tokenizer_hf_use_fast', 'nargs': None, 'option_strings': ['--tokenizer-hf-use-fast'], 'type': None, 'lines': ('0.16',)},
     {'action': 'store', 'choices': None, 'const': None, 'default': None, 'dest': 'tokenizer_metadata', 'nargs': None, 'option_strings': ['--tokenizer-metadata'], 'type': 'str', 'lines': ('0.15', '0.16', '0.17')},
     {'action': 'store', 'choices': None, 'const': None, 'default': None, 'dest': 'tokenizer_special_tokens', 'nargs': '+', 'option_strings': ['--tokenizer-special-tokens'], 'type': 'str', 'lines': ('0.16', '0.17')},
 ))

@@ -92,9 +92,9 @@ FACTS = LineFacts("megatron_core", ('0.13', '0.14', '0.15', '0.16', '0.17', '0.1
     {'action': 'store', 'choices': None, 'const': None, 'default': 0.1, 'dest': 'retro_encoder_attention_dropout', 'nargs': None, 'option_strings': ['--retro-encoder-attention-dropout'], 'type': 'float', 'lines': ('0.13', '0.14', '0.15')},
     {'action': 'store', 'choices': None, 'const': None, 'default': 0.1, 'dest': 'retro_encoder_hidden_dropout', 'nargs': None, 'option_strings': ['--retro-encoder-hidden-dropout'], 'type': 'float', 'lines': ('0.13', '0.14', '0.15')},
     {'action': 'store', 'choices': None, 'const': None, 'default': 2, 'dest': 'retro_encoder_layers', 'nargs': None, 'option_strings': ['--retro-encoder-layers'], 'type': 'int', 'lines': ('0.13', '0.14', '0.15')},
-    {'action': 'store_false', 'choices': None, 'const': False, 'default': True, 'dest': 'retro_verify_neighbor_count', 'nargs': None, 'option_strings': ['--retro-no-verify-neighbor-count'], 'type': None, 'lines': ('0.13', '0.14', '0.15')},
     {'action': 'store', 'choices': None, 'const': None, 'default': 2, 'dest': 'retro_num_neighbors', 'nargs': None, 'option_strings': ['--retro-num-neighbors'], 'type': 'int', 'lines': ('0.13', '0.14', '0.15')},
     {'action': 'store', 'choices': None, 'const': None, 'default': 2, 'dest': 'retro_num_retrieved_chunks', 'nargs': None, 'option_strings': ['--retro-num-retrieved-chunks'], 'type': 'int', 'lines': ('0.13', '0.14', '0.15')},
     {'action': 'store', 'choices': None, 'const': None, 'default': None, 'dest': 'retro_project_dir', 'nargs': None, 'option_strings': ['--retro-project-dir'], 'type': None, 'lines': ('0.13', '0.14', '0.15')},
+    {'action': 'store_false', 'choices': None, 'const': False, 'default': True, 'dest': 'retro_verify_neighbor_count', 'nargs': None, 'option_strings': ['--retro-no-verify-neighbor-count'], 'type': None, 'lines': ('0.13', '0.14', '0.15')},
     {'action': 'store_true', 'choices': None, 'const': True, 'default': False, 'dest': 'use_legacy_models', 'nargs': None, 'option_strings': ['--use-legacy-models'], 'type': None, 'lines': ('0.13', '0.14', '0.15', '0.16', '0.17')},
 ))

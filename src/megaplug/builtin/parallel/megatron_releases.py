@@ -37,11 +37,11 @@ FACTS = LineFacts("megatron_core", ('0.13', '0.14', '0.15', '0.16', '0.17', '0.1
     '--no-use-layer-wise-param-layout': {'lines': ('0.18', '0.19', 'main', 'seed')},
     '--sharp-enabled-group': {'lines': ('0.14', '0.15', '0.16', '0.17', '0.18', '0.19', 'main', 'seed')},
 }, (
+    {'action': 'store_false', 'choices': None, 'const': False, 'default': True, 'dest': 'async_tensor_model_parallel_allreduce', 'nargs': None, 'option_strings': ['--no-async-tensor-model-parallel-allreduce', '--disable-async-tensor-model-parallel-allreduce'], 'type': None, 'lines': ('0.16',)},
+    {'action': 'store_false', 'choices': None, 'const': False, 'default': True, 'dest': 'async_tensor_model_parallel_allreduce', 'nargs': None, 'option_strings': ['--no-async-tensor-model-parallel-allreduce'], 'type': None, 'lines': ('0.13', '0.14', '0.15')},
     {'action': 'store_false', 'choices': None, 'const': False, 'default': True, 'dest': 'enable_gloo_process_groups', 'nargs': None, 'option_strings': ['--disable-gloo-process-groups'], 'type': None, 'lines': ('0.13', '0.14', '0.15', '0.16')},
     {'action': 'store', 'choices': None, 'const': None, 'default': 0, 'dest': 'encoder_pipeline_model_parallel_size', 'nargs': None, 'option_strings': ['--encoder-pipeline-model-parallel-size'], 'type': 'int', 'lines': ('0.13',)},
     {'action': 'store', 'choices': None, 'const': None, 'default': 0, 'dest': 'encoder_tensor_model_parallel_size', 'nargs': None, 'option_strings': ['--encoder-tensor-model-parallel-size'], 'type': 'int', 'lines': ('0.13',)},
-    {'action': 'store_false', 'choices': None, 'const': False, 'default': True, 'dest': 'async_tensor_model_parallel_allreduce', 'nargs': None, 'option_strings': ['--no-async-tensor-model-parallel-allreduce'], 'type': None, 'lines': ('0.13', '0.14', '0.15')},
-    {'action': 'store_false', 'choices': None, 'const': False, 'default': True, 'dest': 'async_tensor_model_parallel_allreduce', 'nargs': None, 'option_strings': ['--no-async-tensor-model-parallel-allreduce', '--disable-async-tensor-model-parallel-allreduce'], 'type': None, 'lines': ('0.16',)},
-    {'action': 'store_false', 'choices': None, 'const': False, 'default': True, 'dest': 'scatter_gather_tensors_in_pipeline', 'nargs': None, 'option_strings': ['--no-scatter-gather-tensors-in-pipeline'], 'type': None, 'lines': ('0.13', '0.14', '0.15', '0.16', '0.17')},
     {'action': 'store', 'choices': None, 'const': None, 'default': None, 'dest': 'pipeline_model_parallel_split_rank', 'nargs': None, 'option_strings': ['--pipeline-model-parallel-split-rank'], 'type': 'int', 'lines': ('0.13',)},
+    {'action': 'store_false', 'choices': None, 'const': False, 'default': True, 'dest': 'scatter_gather_tensors_in_pipeline', 'nargs': None, 'option_strings': ['--no-scatter-gather-tensors-in-pipeline'], 'type': None, 'lines': ('0.13', '0.14', '0.15', '0.16', '0.17')},
 ))

@@ -65,8 +65,8 @@ FACTS = LineFacts("megatron_core", ('0.13', '0.14', '0.15', '0.16', '0.17', '0.1
     '--use-checkpoint-opt_param-scheduler': {'option_strings': {'0.13': ['--use-checkpoint-opt_param-scheduler'], '0.14': ['--use-checkpoint-opt_param-scheduler']}},
     'use_layer_wise_distributed_optimizer': {'lines': ('0.18', '0.19', 'main', 'seed')},
 }, (
-    {'action': 'store', 'choices': ['full', 'attn'], 'const': None, 'default': 'full', 'dest': 'cuda_graph_scope', 'nargs': None, 'option_strings': ['--cuda-graph-scope'], 'type': 'str', 'lines': ('0.13',)},
-    {'action': 'store', 'choices': ['full', 'attn', 'full_iteration'], 'const': None, 'default': 'full', 'dest': 'cuda_graph_scope', 'nargs': None, 'option_strings': ['--cuda-graph-scope'], 'type': 'str', 'lines': ('0.14', '0.15')},
     {'action': 'store', 'choices': None, 'const': None, 'default': [], 'dest': 'cuda_graph_scope', 'nargs': '+', 'option_strings': ['--cuda-graph-scope'], 'type': None, 'lines': ('0.16', '0.17')},
+    {'action': 'store', 'choices': ['full', 'attn', 'full_iteration'], 'const': None, 'default': 'full', 'dest': 'cuda_graph_scope', 'nargs': None, 'option_strings': ['--cuda-graph-scope'], 'type': 'str', 'lines': ('0.14', '0.15')},
+    {'action': 'store', 'choices': ['full', 'attn'], 'const': None, 'default': 'full', 'dest': 'cuda_graph_scope', 'nargs': None, 'option_strings': ['--cuda-graph-scope'], 'type': 'str', 'lines': ('0.13',)},
     {'action': 'store_true', 'choices': None, 'const': True, 'default': False, 'dest': 'muon_use_nesterov', 'nargs': None, 'option_strings': ['--muon-use-nesterov'], 'type': None, 'lines': ('0.16', '0.17')},
 ))
