@@ -239,9 +239,10 @@ OWNERS_BY_PREFIX = (
     ("--use-custom-fsdp", "fsdp"), ("--keep-fp8-transpose-cache-when-using-custom-fsdp", "fsdp"),
     ("--load-model-opt-format", "checkpointing"), ("--no-stream-ckpt-dequant", "checkpointing"),
     ("--use-legacy-models", "model"), ("--muon-", "training"),
+    # 0.13-0.15 declare them whether or not kitchen is installed; later lines only with it,
+    # where the kitchen plugin owns them (a line's flag an active plugin declares is its)
+    ("--kitchen-config-file", "precision"), ("--kitchen-recipe-number", "precision"),
 )
-#: Flags that exist only with an optional package installed: no line has them for sure.
-CONDITIONAL = ("--kitchen-",)
 
 
 def _owner(options: list[str]) -> str | None:
@@ -317,7 +318,7 @@ def line_facts(measured: dict[str, list[dict[str, object]]]) -> tuple[dict, dict
     for line, facts in measured.items():
         for fact in facts:
             options = fact["option_strings"]
-            if any((line, o) in claimed for o in options) or options[0].startswith(CONDITIONAL):
+            if any((line, o) in claimed for o in options):
                 continue
             owner = _owner(options)
             if owner is None:

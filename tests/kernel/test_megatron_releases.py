@@ -21,8 +21,6 @@ from megaplug.values._encoding import encode
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data" / "megatron-releases"
 MEASURED_LINES = [line for line in LINES if (DATA / f"{line}.jsonl").exists()]
-#: Flags that exist only with the optional kitchen package installed (no line has them surely).
-CONDITIONAL = ("--kitchen-config-file", "--kitchen-recipe-number")
 #: Plugins that carry no Megatron flag (a third party's, the example ones).
 NOT_MEGATRON = ("kitchen", "lora", "preflight", "memory")
 
@@ -153,8 +151,7 @@ def test_a_stated_version_wins_and_nothing_known_is_the_newest(fresh_lookup, tmp
 
 def _measured(line: str) -> dict[str, dict]:
     facts = [json.loads(row) for row in (DATA / f"{line}.jsonl").read_text().splitlines()]
-    return {fact["option_strings"][0]: fact for fact in facts
-            if fact["option_strings"][0] not in CONDITIONAL}
+    return {fact["option_strings"][0]: fact for fact in facts}
 
 
 def _facts_of(spec) -> dict:
@@ -316,9 +313,31 @@ def test_each_settings_default_is_its_releases_first_declaration(line):
     facts = [json.loads(row) for row in (DATA / f"{line}.jsonl").read_text().splitlines()]
     expected: dict[str, object] = {}
     for fact in facts:
-        if fact["option_strings"][0] not in CONDITIONAL:
-            expected.setdefault(fact["dest"], fact["default"])
+        expected.setdefault(fact["dest"], fact["default"])
     table = _table(line)
     found = {dest: encode(table.by_dest[dest][0].default) for dest in expected}
     assert {dest: (found[dest], value) for dest, value in expected.items()
             if found[dest] != value} == {}
+
+
+def test_a_lines_flag_another_active_plugin_declares_stays_that_plugins():
+    """0.13-0.15 declare --kitchen-config-file with or without kitchen; where the kitchen
+    plugin is active it owns the flag in every line."""
+    from megaplug._options import FlagSpec
+    from megaplug._registry import FlagTable
+    from megaplug.environment import LineFacts
+    from megaplug.environment._line_facts import narrow
+
+    table = FlagTable()
+    table.add(FlagSpec("kitchen_config_file", "kitchen", option_strings=("--kitchen-config-file",),
+                       type=str))
+    extra = {"option_strings": ["--kitchen-config-file"], "dest": "kitchen_config_file",
+             "action": "store", "type": "str", "default": None, "choices": None, "nargs": None,
+             "const": None, "lines": ("0.13",)}
+    table.line_facts["precision"] = LineFacts("megatron_core", ("0.13", "seed"), {}, (extra,))
+    narrow(table, {"megatron_core": "0.13"})
+    assert [spec.plugin for spec in table.by_dest["kitchen_config_file"]] == ["kitchen"]
+    bare = FlagTable()
+    bare.line_facts["precision"] = LineFacts("megatron_core", ("0.13", "seed"), {}, (extra,))
+    narrow(bare, {"megatron_core": "0.13"})
+    assert [spec.plugin for spec in bare.by_dest["kitchen_config_file"]] == ["precision"]

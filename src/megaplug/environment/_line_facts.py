@@ -75,9 +75,11 @@ def narrow(table: Any, lines: Mapping[str, str]) -> None:
                 _withhold(table, spec, [(facts.package, one) for one in present], where)
             else:
                 _restate(spec, stated, line)
+        declared = {option for spec in table.specs for option in spec.option_strings}
         for flag in facts.extra:
             if line in flag["lines"]:
-                _place(table.specs, _extra_spec(flag, plugin))
+                if not declared.intersection(flag["option_strings"]):  # else another's
+                    _place(table.specs, _extra_spec(flag, plugin))
             else:
                 for option in flag["option_strings"]:
                     where.setdefault(option, []).extend(

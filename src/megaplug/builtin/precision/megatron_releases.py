@@ -23,4 +23,6 @@ FACTS = LineFacts("megatron_core", ('0.13', '0.14', '0.15', '0.16', '0.17', '0.1
     '--use-kitchen-attention': {'lines': ('0.16', '0.17', '0.18', '0.19', 'main', 'seed')},
 }, (
     {'action': 'store_true', 'choices': None, 'const': True, 'default': False, 'dest': 'fp4_param', 'nargs': None, 'option_strings': ['--fp4-param-gather'], 'type': None, 'lines': ('0.15', '0.16')},
+    {'action': 'store', 'choices': None, 'const': None, 'default': None, 'dest': 'kitchen_config_file', 'nargs': None, 'option_strings': ['--kitchen-config-file'], 'type': 'str', 'lines': ('0.13', '0.14', '0.15')},
+    {'action': 'store', 'choices': None, 'const': None, 'default': None, 'dest': 'kitchen_recipe_number', 'nargs': None, 'option_strings': ['--kitchen-recipe-number'], 'type': 'int', 'lines': ('0.13', '0.14', '0.15')},
 ))
