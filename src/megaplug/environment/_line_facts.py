@@ -64,30 +64,36 @@ def narrow(table: Any, lines: Mapping[str, str]) -> None:
                             "not LineFacts")
         # named by none, the line is the newest the facts describe
         line = lines.get(facts.package, facts.lines[-1])
-        if line not in facts.lines:
-            continue
-        for spec in [spec for spec in table.specs if spec.plugin == plugin]:
-            stated = facts.settings.get(spec.primary)
-            if stated is None:
-                continue
-            present = stated.get("lines")
-            if present is not None and line not in present:
-                _withhold(table, spec, [(facts.package, one) for one in present], where)
-            else:
-                _restate(spec, stated, line)
-        declared = {option for spec in table.specs for option in spec.option_strings}
-        for flag in facts.extra:
-            if line in flag["lines"]:
-                if not declared.intersection(flag["option_strings"]):  # else another's
-                    _place(table.specs, _extra_spec(flag, plugin))
-            else:
-                for option in flag["option_strings"]:
-                    where.setdefault(option, []).extend(
-                        (facts.package, one) for one in flag["lines"])
+        if line in facts.lines:
+            _apply(table, plugin, facts, line, where)
     _reindex(table)
     for option, found in where.items():  # (package, line) pairs
         package = found[0][0]
         table.elsewhere[option] = f"{package} {', '.join(dict.fromkeys(l for _, l in found))}"
+
+
+def _apply(table: Any, plugin: str, facts: LineFacts, line: str,
+           where: dict[str, list[tuple[str, str]]]) -> None:
+    """One plugin's facts for ``line``: its flags withheld or restated, its extra flags of
+    that line added, and where the flags it lacks exist noted in ``where``."""
+    for spec in [spec for spec in table.specs if spec.plugin == plugin]:
+        stated = facts.settings.get(spec.primary)
+        if stated is None:
+            continue
+        present = stated.get("lines")
+        if present is not None and line not in present:
+            _withhold(table, spec, [(facts.package, one) for one in present], where)
+        else:
+            _restate(spec, stated, line)
+    declared = {option for spec in table.specs for option in spec.option_strings}
+    for flag in facts.extra:
+        if line in flag["lines"]:
+            if not declared.intersection(flag["option_strings"]):  # else another plugin's
+                _place(table.specs, _extra_spec(flag, plugin))
+        else:
+            for option in flag["option_strings"]:
+                where.setdefault(option, []).extend(
+                    (facts.package, one) for one in flag["lines"])
 
 
 def _place(specs: list[Any], spec: Any) -> None:
