@@ -263,6 +263,12 @@ def test_the_cli_states_the_line_and_takes_assume_everywhere():
     explained = run("explain", "muon_tp_mode", "--assume", "megatron_core=0.19.2", "--", *CORE)
     assert "megatron:  0.19 (megatron_core 0.19.2, as stated)" in explained.stdout
     assert 'value:     "blockwise"' in explained.stdout
+    elsewhere = run("explain", "original_max_position_embeddings", "--assume",
+                    "megatron_core=main", "--", *CORE)
+    assert elsewhere.returncode == 2
+    assert elsewhere.stderr == (
+        "megaplug explain: original_max_position_embeddings exists only in megatron_core seed, "
+        "not in the target's release (main (as stated))\n")
 
 
 def test_019_dequantizes_tensorwise_fp8_checkpoints_upfront():

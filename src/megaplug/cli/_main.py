@@ -510,6 +510,13 @@ def _cmd_explain(options: argparse.Namespace, args: list[str]) -> int:
             print(f"megaplug explain: {options.setting} belongs to plugin {record.name!r}, "
                   f"which is {record.status}: {record.reason}", file=sys.stderr)
             return EXIT_INVALID
+        withheld = kernel.table.withheld.get(options.setting.lstrip("-").replace("-", "_"))
+        where = kernel.table.elsewhere.get(withheld[0].primary if withheld else "--" + (
+            options.setting.lstrip("-").replace("_", "-")))
+        if where:  # a setting other Megatron releases have
+            print(f"megaplug explain: {options.setting} exists only in {where}, not in the "
+                  f"target's release ({target_line(options)})", file=sys.stderr)
+            return EXIT_INVALID
         suggestion = kernel.table.suggest(options.setting, list(kernel.table.by_option)
                                           + list(kernel.table.by_dest))
         hint = (f"did you mean {suggestion}?" if suggestion

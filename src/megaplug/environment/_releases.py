@@ -41,7 +41,7 @@ class LineChoice:
 
     def describe(self) -> str:
         """``'0.17 (megatron_core 0.17.1, stated with --assume)'``."""
-        found = f"{PACKAGE} {self.version}, " if self.version else ""
+        found = f"{PACKAGE} {self.version}, " if self.version not in (None, self.line) else ""
         return f"{self.line} ({found}{self.source})"
 
     def __repr__(self) -> str:
