@@ -286,7 +286,7 @@ def test_019_dequantizes_tensorwise_fp8_checkpoints_upfront():
 @pytest.mark.parametrize("line, given, value", [
     ("0.19", ["--rl-generation-lag", "2"], 2), ("seed", ["--rl-generation-lag", "2"], 2.0),
     ("0.15", ["--rampup-batch-size", "4", "4", "100"], ["4", "4", "100"]),  # untyped then
-    ("0.17", ["--rampup-batch-size", "4", "4", "100"], [4, 4, 100]),
+    ("0.16", ["--rampup-batch-size", "4", "4", "100"], [4, 4, 100]),
 ])
 def test_a_flags_type_is_the_target_lines(line, given, value):
     resolved = megaplug.resolve([*CORE, *given, "--global-batch-size", "8"],
@@ -347,3 +347,10 @@ def test_a_lines_flag_another_active_plugin_declares_stays_that_plugins():
     bare.line_facts["precision"] = LineFacts("megatron_core", ("0.13", "seed"), {}, (extra,))
     narrow(bare, {"megatron_core": "0.13"})
     assert [spec.plugin for spec in bare.by_dest["kitchen_config_file"]] == ["precision"]
+
+
+@pytest.mark.parametrize("line", [line for line in LINES if line != "seed"] + ["seed"])
+def test_a_plain_launch_resolves_in_every_line(line):
+    """Pre-flight included: 0.16's two separate SM counts (20, 16) are no disagreement."""
+    resolved = megaplug.resolve(CORE, target=_target(line))
+    assert resolved.num_layers == 2 and "preflight" in resolved.plugins
