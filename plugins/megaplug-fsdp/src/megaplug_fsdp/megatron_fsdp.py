@@ -109,7 +109,9 @@ def derive_buffers(config: Draft) -> None:
 def derive_megatron_fsdp(config: Draft) -> None:
     """Check Megatron-FSDP's requirements and derive what it implies, in Megatron's order."""
     if not config.use_megatron_fsdp:
-        config.discard("use_custom_fsdp", reason="only set when Megatron-FSDP is used")
+        # Megatron 0.13 names Megatron-FSDP --use-custom-fsdp: a flag of its own, kept
+        if config.env.line_at_least("megatron_core", "0.14"):
+            config.discard("use_custom_fsdp", reason="only set when Megatron-FSDP is used")
         return
     config.set("use_custom_fsdp", True, inputs=("use_megatron_fsdp",),
                reason="legacy name of --use-megatron-fsdp")
