@@ -231,3 +231,22 @@ def test_mtp_with_context_parallelism_refused_in_0_13_only():
         "multi-token prediction does not support context parallelism (--context-parallel-size 2)"
         " in Megatron 0.13"]
     assert messages("0.14.0", *MTP_CP2, environ={"WORLD_SIZE": "2"}, plugin="model") == []
+
+
+# -- parallel: delayed weight-gradient computation -------------------------------------------
+
+DELAY_OVERLAP = ("--delay-wgrad-compute", "--overlap-grad-reduce", "--use-distributed-optimizer")
+
+
+def test_delay_wgrad_with_overlap_refused_in_0_13():
+    assert messages("0.13.1", *DELAY_OVERLAP, plugin="parallel",
+                    transformer_engine="2.17.1") == [
+        "--delay-wgrad-compute does not support --overlap-grad-reduce in Megatron 0.13"]
+
+
+@pytest.mark.parametrize("version,refused", [("0.14.0", False), ("0.15.3", True),
+                                             ("main", True)])
+def test_delay_wgrad_overlap_needs_te_2_7_in_0_14_and_2_8_later(version, refused):
+    found = messages(version, *DELAY_OVERLAP, plugin="parallel", transformer_engine="2.7.0")
+    assert found == (["--delay-wgrad-compute with --overlap-grad-reduce requires "
+                      "transformer_engine >= 2.8.0, found 2.7.0"] if refused else [])

@@ -144,19 +144,30 @@ def _enum_name(value: object) -> str:
 
 
 def check_delay_wgrad_compute(config: Draft) -> None:
-    """Delayed weight-gradient computation is a Transformer Engine feature with version floors."""
+    """Delayed weight-gradient computation is a Transformer Engine feature with version floors
+    (Megatron 0.13 refuses it with overlapped gradient reduction; 0.14 asks TE 2.7 for that,
+    later releases 2.8; graphed attention is checked from 0.17)."""
     if not config.delay_wgrad_compute:
         return
     if config.get("transformer_impl", "transformer_engine") != "transformer_engine":
         config.error("--delay-wgrad-compute needs --transformer-impl transformer_engine",
                      flags=("delay_wgrad_compute", "transformer_impl"),
                      hint="use the Transformer Engine implementation or drop the flag")
-    _require_te(config, config.overlap_grad_reduce, "2.8.0", "with --overlap-grad-reduce",
+    env = config.env
+    if env.line_before("megatron_core", "0.14"):
+        if config.overlap_grad_reduce:
+            config.error("--delay-wgrad-compute does not support --overlap-grad-reduce in "
+                         "Megatron 0.13", flags=("delay_wgrad_compute", "overlap_grad_reduce"),
+                         hint="drop --overlap-grad-reduce (Megatron 0.14 and later take both)")
+        return
+    overlap_te = "2.7.0" if env.line_before("megatron_core", "0.15") else "2.8.0"
+    _require_te(config, config.overlap_grad_reduce, overlap_te, "with --overlap-grad-reduce",
                 ("delay_wgrad_compute", "overlap_grad_reduce"))
     if not config.get("gradient_accumulation_fusion", True):
         _require_te(config, True, "2.7.0", "without gradient accumulation fusion",
                     ("delay_wgrad_compute", "gradient_accumulation_fusion"))
-    _check_delay_wgrad_cuda_graphs(config)
+    if env.line_at_least("megatron_core", "0.17"):
+        _check_delay_wgrad_cuda_graphs(config)
 
 
 def _require_te(config: Draft, needed: bool, version: str, when: str,
