@@ -250,3 +250,40 @@ def test_delay_wgrad_overlap_needs_te_2_7_in_0_14_and_2_8_later(version, refused
     found = messages(version, *DELAY_OVERLAP, plugin="parallel", transformer_engine="2.7.0")
     assert found == (["--delay-wgrad-compute with --overlap-grad-reduce requires "
                       "transformer_engine >= 2.8.0, found 2.7.0"] if refused else [])
+
+
+# -- training: CUDA graphs before --cuda-graph-impl (0.13, 0.14) and their early limits -------
+
+@pytest.mark.parametrize("version", ["0.13.1", "0.14.0"])
+def test_cuda_graph_switches_stay_settings_before_0_15(version):
+    config = resolve_at(version, "--enable-cuda-graph", transformer_engine="2.17.1")
+    assert config.enable_cuda_graph is True
+    assert "cuda_graph_impl" not in config
+    assert not [w for w in config.warnings if "deprecated" in w.message]
+
+
+def test_cuda_graph_switches_become_the_implementation_from_0_15():
+    config = resolve_at("0.15.3", "--enable-cuda-graph", transformer_engine="2.17.1")
+    assert config.cuda_graph_impl == "local"
+    assert "enable_cuda_graph" not in config
+
+
+def test_te_rng_tracker_asked_for_in_0_13_turned_on_from_0_14():
+    assert messages("0.13.1", "--external-cuda-graph", plugin="training",
+                    transformer_engine="2.17.1") == [
+        "--external-cuda-graph needs --te-rng-tracker in Megatron 0.13"]
+    assert resolve_at("0.13.1", "--enable-cuda-graph").te_rng_tracker is False
+    assert resolve_at("0.14.0", "--enable-cuda-graph").te_rng_tracker is True
+
+
+@pytest.mark.parametrize("version,refused", [("0.13.1", False), ("0.14.0", True),
+                                             ("0.15.3", True), ("0.16.1", False)])
+def test_full_recompute_with_cuda_graphs_refused_in_0_14_and_0_15(version, refused):
+    graphs = "--enable-cuda-graph" if version < "0.15" else "--cuda-graph-impl=local"
+    found = messages(version, graphs, "--recompute-granularity", "full",
+                     "--recompute-method", "uniform", "--recompute-num-layers", "1",
+                     plugin="training", transformer_engine="2.17.1")
+    line = version.rsplit(".", 1)[0]
+    expected = [f"CUDA graphs cannot be used with --recompute-granularity full in Megatron "
+                f"{line}"]
+    assert [m for m in found if "CUDA graphs" in m] == (expected if refused else [])

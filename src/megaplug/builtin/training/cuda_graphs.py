@@ -27,6 +27,9 @@ def normalize_retired_switches(config: Draft) -> None:
     unused one stays (False).
     """  # noqa: E501
     local, external = config.enable_cuda_graph, config.external_cuda_graph
+    if config.env.line_before("megatron_core", IMPL_FLAG_LINE):
+        _read_switches_as_impl(config, local, external)
+        return
     if (local or external) and config.cuda_graph_impl != "none":
         used = "--enable-cuda-graph" if local else "--external-cuda-graph"
         config.error(f"{used} cannot be combined with --cuda-graph-impl {config.cuda_graph_impl}",
@@ -43,6 +46,22 @@ def normalize_retired_switches(config: Draft) -> None:
         switch = "enable_cuda_graph" if local else "external_cuda_graph"
         config.set("cuda_graph_impl", impl, reason=f"{used} is retired", inputs=(switch,))
         config.discard(switch)
+
+
+#: The first Megatron release line with --cuda-graph-impl; before it the two switches are
+#: its settings, kept on the namespace (the rules here read the implementation they mean).
+IMPL_FLAG_LINE = "0.15"
+
+
+def _read_switches_as_impl(config: Draft, local: bool, external: bool) -> None:
+    if local and external and config.env.line_at_least("megatron_core", "0.14"):
+        config.error("--enable-cuda-graph and --external-cuda-graph cannot both be set",
+                     flags=("enable_cuda_graph", "external_cuda_graph"),
+                     hint="keep one of them")
+    elif local or external:
+        switch = "enable_cuda_graph" if local else "external_cuda_graph"
+        config.set("cuda_graph_impl", "local" if local else "transformer_engine",
+                   reason=f"what {config.spelling(switch)} means", inputs=(switch,))
 
 
 def normalize_retired_scope_flag(config: Draft) -> None:
@@ -120,11 +139,22 @@ def _retired_modules_fit(config: Draft, retired: list[str]) -> bool:
 
 
 def derive_te_rng_tracker(config: Draft) -> None:
-    """Transformer Engine CUDA graphs need Transformer Engine's RNG tracker."""
+    """Transformer Engine CUDA graphs need Transformer Engine's RNG tracker (Megatron 0.13
+    asks for it with --external-cuda-graph; 0.14 and 0.15 turn it on for Transformer Engine
+    layers only)."""
     impl = config.cuda_graph_impl
     if impl == "none" or config.te_rng_tracker:
         return
-    if "transformer_engine" in (config.get("transformer_impl"), impl):
+    env = config.env
+    if env.line_before("megatron_core", "0.14"):
+        if impl == "transformer_engine":
+            config.error("--external-cuda-graph needs --te-rng-tracker in Megatron 0.13",
+                         flags=("external_cuda_graph", "te_rng_tracker"),
+                         hint="add --te-rng-tracker")
+        return
+    kinds = (config.get("transformer_impl"),) if env.line_before("megatron_core", "0.16") \
+        else (config.get("transformer_impl"), impl)
+    if "transformer_engine" in kinds:
         config.warn("turning on --te-rng-tracker, which CUDA graphs with Transformer Engine need",
                     flags=("te_rng_tracker", "cuda_graph_impl"))
         config.set("te_rng_tracker", True, reason="CUDA graphs with Transformer Engine",
@@ -143,7 +173,13 @@ def check_full_iteration_has_no_modules(config: Draft) -> None:
 
 
 def check_allocator_settings(config: Draft) -> None:
-    """Transformer Engine graphs with expandable segments need NCCL graph registration off."""
+    """Transformer Engine graphs with expandable segments need NCCL graph registration off
+    (Megatron 0.14 and 0.15 refuse expandable segments, and full recompute, with any graphs)."""
+    env = config.env
+    if env.line_before("megatron_core", "0.16"):
+        if config.cuda_graph_impl != "none" and env.line_at_least("megatron_core", "0.14"):
+            _check_early_graph_limits(config)
+        return
     if config.cuda_graph_impl != "transformer_engine":
         return
     alloc_conf: Optional[str] = config.env.getenv("PYTORCH_CUDA_ALLOC_CONF", "") or ""
@@ -154,6 +190,19 @@ def check_allocator_settings(config: Draft) -> None:
                      "to avoid illegal memory accesses",
                      flags=("cuda_graph_impl", "PYTORCH_CUDA_ALLOC_CONF"),
                      hint="export NCCL_GRAPH_REGISTER=0, or drop expandable_segments:True")
+
+
+def _check_early_graph_limits(config: Draft) -> None:
+    line = config.env.release_line("megatron_core")
+    if "expandable_segments:True" in (config.env.getenv("PYTORCH_CUDA_ALLOC_CONF", "") or ""):
+        config.error(f"CUDA graphs with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True are "
+                     f"refused in Megatron {line} (illegal memory accesses)",
+                     flags=("cuda_graph_impl", "PYTORCH_CUDA_ALLOC_CONF"),
+                     hint="drop expandable_segments:True")
+    if config.get("recompute_granularity") == "full":
+        config.error(f"CUDA graphs cannot be used with --recompute-granularity full in "
+                     f"Megatron {line}", flags=("cuda_graph_impl", "recompute_granularity"),
+                     hint="use --recompute-granularity selective, or no CUDA graphs")
 
 
 NORMALIZE: tuple[Callable[[Draft], None], ...] = (
