@@ -510,9 +510,7 @@ def _cmd_explain(options: argparse.Namespace, args: list[str]) -> int:
             print(f"megaplug explain: {options.setting} belongs to plugin {record.name!r}, "
                   f"which is {record.status}: {record.reason}", file=sys.stderr)
             return EXIT_INVALID
-        withheld = kernel.table.withheld.get(options.setting.lstrip("-").replace("-", "_"))
-        where = kernel.table.elsewhere.get(withheld[0].primary if withheld else "--" + (
-            options.setting.lstrip("-").replace("_", "-")))
+        where = _other_releases(kernel, options.setting)
         if where:  # a setting other Megatron releases have
             print(f"megaplug explain: {options.setting} exists only in {where}, not in the "
                   f"target's release ({target_line(options)})", file=sys.stderr)
@@ -546,6 +544,13 @@ def _cmd_explain(options: argparse.Namespace, args: list[str]) -> int:
               "listed on stderr)")
     print_problems(error.problems)
     return EXIT_INVALID
+
+
+def _other_releases(kernel: Any, setting: str) -> str | None:
+    """The releases that have a setting the target's release lacks, in words, or None."""
+    withheld = kernel.table.withheld.get(setting.lstrip("-").replace("-", "_"))
+    return kernel.table.elsewhere.get(withheld[0].primary if withheld else "--" + (
+        setting.lstrip("-").replace("_", "-")))
 
 
 def _print_spec(kernel: Any, spec: Any) -> None:
