@@ -510,10 +510,7 @@ def _cmd_explain(options: argparse.Namespace, args: list[str]) -> int:
             print(f"megaplug explain: {options.setting} belongs to plugin {record.name!r}, "
                   f"which is {record.status}: {record.reason}", file=sys.stderr)
             return EXIT_INVALID
-        where = _other_releases(kernel, options.setting)
-        if where:  # a setting other Megatron releases have
-            print(f"megaplug explain: {options.setting} exists only in {where}, not in the "
-                  f"target's release ({target_line(options)})", file=sys.stderr)
+        if _in_other_releases(kernel, options):
             return EXIT_INVALID
         suggestion = kernel.table.suggest(options.setting, list(kernel.table.by_option)
                                           + list(kernel.table.by_dest))
@@ -546,11 +543,16 @@ def _cmd_explain(options: argparse.Namespace, args: list[str]) -> int:
     return EXIT_INVALID
 
 
-def _other_releases(kernel: Any, setting: str) -> str | None:
-    """The releases that have a setting the target's release lacks, in words, or None."""
+def _in_other_releases(kernel: Any, options: argparse.Namespace) -> bool:
+    """Say so (on stderr) when only other Megatron releases have the setting explained."""
+    setting = options.setting
     withheld = kernel.table.withheld.get(setting.lstrip("-").replace("-", "_"))
-    return kernel.table.elsewhere.get(withheld[0].primary if withheld else "--" + (
+    where = kernel.table.elsewhere.get(withheld[0].primary if withheld else "--" + (
         setting.lstrip("-").replace("_", "-")))
+    if where:
+        print(f"megaplug explain: {setting} exists only in {where}, not in the target's "
+              f"release ({target_line(options)})", file=sys.stderr)
+    return bool(where)
 
 
 def _print_spec(kernel: Any, spec: Any) -> None:
