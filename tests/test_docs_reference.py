@@ -24,4 +24,4 @@ def test_committed_reference_is_up_to_date(tmp_path):
     extra = sorted({p.name for p in committed.glob("*.md")} - {p.name for p in written})
     assert not stale and not extra, (
         f"docs/flags is out of date (stale: {stale}, extra: {extra}); "
-        "regenerate with: megaplug docs --out docs/flags -p no:lora")
+        "regenerate with: megaplug docs --out docs/flags -p no:lora -p no:memory")
