@@ -370,7 +370,8 @@ class Kernel:
         """Run normalize, derive and validate over a parsed draft; raise if any problem."""
         order = [record for record in self.plugins.active() if record.status == ACTIVE]
         parse_problems = len(sink.problems)
-        withheld = fill_withheld(self.table, draft._values, draft._provenance)
+        withheld = fill_withheld(self.table, draft._values, draft._provenance,
+                                 lambda plugin: Provenance("default", plugin=plugin))
         for phase in PHASES:
             started = time.perf_counter()
             # validate may only report: mutable values are compared to a copy after each step

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Mapping
+    from typing import Any, Callable, Mapping
 
 #: The facts a line may state differently from the declaration.
 FACT_FIELDS = ("type", "default", "choices", "nargs", "const", "action", "option_strings")
@@ -172,18 +172,19 @@ def _reindex(table: Any) -> None:
                           for group in table.mutex_groups]
 
 
-def fill_withheld(table: Any, values: dict[str, Any], provenance: dict[str, Any]) -> list[str]:
+def fill_withheld(table: Any, values: dict[str, Any], provenance: dict[str, Any],
+                  default_of: Callable[[str], Any]) -> list[str]:
     """Give rules the settings the target's release line lacks, at their declared defaults
     (what they read in megaplug's newest line); the kernel leaves them out of the result.
-    Returns the settings filled."""
-    from .._config import Provenance
+    ``default_of(plugin)`` is the kernel's provenance of a plugin's declared default (this
+    package sits below the kernel and does not import it). Returns the settings filled."""
     from ..values._encoding import fresh
 
     withheld = [dest for dest in table.withheld if dest not in values]
     for dest in withheld:
         spec = table.withheld[dest][0]
         values[dest] = fresh(spec.default)
-        provenance[dest] = Provenance("default", plugin=spec.plugin)
+        provenance[dest] = default_of(spec.plugin)
     return withheld
 
 
@@ -192,9 +193,7 @@ def report_lines(target: Any, sink: Any) -> None:
     (a problem), or one newer than every line (a warning)."""
     for message, is_problem in target.line_problems():
         if is_problem:
-            from .._errors import Problem
-
-            sink.add(Problem(message, hint="state a supported version with --assume "
-                             "megatron_core=VERSION"))
+            sink.error(message, hint="state a supported version with --assume "
+                       "megatron_core=VERSION")
         else:
             sink.warn(message)
