@@ -4,18 +4,11 @@
 #
 #   bash scripts/megatron-release-compare.sh core_v0.15.3 [--json FILE] [--derived-keys FILE]
 #   bash scripts/megatron-release-compare.sh d98e8a64dd   (Megatron-LM main)
-# MEGATRON_GIT_DIR: Megatron-LM's git directory (default: the session's mirror).
+# MEGATRON_GIT_DIR: Megatron-LM's git directory (scripts/megatron-release-env.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TAG="${1:?usage: megatron-release-compare.sh TAG [--json FILE]}"; shift
-GIT_DIR="${MEGATRON_GIT_DIR:-/work/.mirror/NVIDIA+Megatron-LM/repo}"
-SOURCE="${TMPDIR:-/tmp}/megaplug-megatron-$TAG"
-if [ ! -d "$SOURCE/megatron/training" ]; then
-    mkdir -p "$SOURCE"
-    git --git-dir="$GIT_DIR" archive "$TAG" megatron | tar -x -C "$SOURCE"
-fi
-# Older releases import six (BERT tokenizer), which newer megatron-core no longer needs.
-PYTHON="$(bash scripts/megatron-overlay.sh "${TMPDIR:-/tmp}/megaplug-megatron-releases" six pydantic)"
+. scripts/megatron-release-env.sh "$TAG"  # SOURCE, PYTHON
 VERSION="${TAG#core_v}"
 [ "$VERSION" = "$TAG" ] && VERSION=main  # a commit of Megatron-LM main (d98e8a64dd)
 PYTHONPATH="$SOURCE${PYTHONPATH:+:$PYTHONPATH}" exec "$PYTHON" -W ignore \

@@ -6,18 +6,12 @@
 #
 #   bash scripts/megatron-release-parsers.sh core_v0.13.1 [FILE]
 #   bash scripts/megatron-release-parsers.sh d98e8a64dd          (Megatron-LM main)
-# MEGATRON_GIT_DIR: Megatron-LM's git directory (default: the session's mirror).
+# MEGATRON_GIT_DIR: Megatron-LM's git directory (scripts/megatron-release-env.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TAG="${1:?usage: megatron-release-parsers.sh TAG [FILE]}"
 OUT="${2:-${TMPDIR:-/tmp}/megaplug-release-parsers-$TAG.json}"
-GIT_DIR="${MEGATRON_GIT_DIR:-/work/.mirror/NVIDIA+Megatron-LM/repo}"
-SOURCE="${TMPDIR:-/tmp}/megaplug-megatron-$TAG"
-if [ ! -d "$SOURCE/megatron/training" ]; then
-    mkdir -p "$SOURCE"
-    git --git-dir="$GIT_DIR" archive "$TAG" megatron | tar -x -C "$SOURCE"
-fi
-PYTHON="$(bash scripts/megatron-overlay.sh "${TMPDIR:-/tmp}/megaplug-megatron-releases" six pydantic)"
+. scripts/megatron-release-env.sh "$TAG"  # SOURCE, PYTHON
 PYTHONPATH="$SOURCE${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -W ignore \
     tests/megatron/release_parsers.py > "$OUT"
 "$PYTHON" - "$OUT" <<'PY'
