@@ -167,6 +167,32 @@ BATCHES["C"] = [c for c in BATCHES["B"] if c["name"] in (
 # rerun in B.
 BATCHES["B"] = [c for c in BATCHES["A"] if "-tp" in c["name"]] + BATCHES["B"]
 
+# Batch D, measured with the in-place stand-in collectives (see tile() below), after the
+# estimator was last changed: the two points the old stand-in's temporary could have touched,
+# again, then unseen points chosen around the device's limit (predicted 110-150 GiB on the
+# H200) and in shapes the corpus lacked (PP with EP, TP with virtual PP, block recompute of
+# half the layers, 24 MoE layers under full recompute).
+EP2, EP4, EP8 = (["--expert-model-parallel-size", str(n)] for n in (2, 4, 8))
+BATCHES["D"] = [c for c in BATCHES["B"] + BATCHES["A"] if c["name"] in (
+    "mixtral-l16-ep2-s4k-m2-full", "llama8b-l8-dp8-s2k-m1")] + [
+    config("gpt2k-l28-dp8-s2k-m8", "gpt2k", 28, 8, 0, 2048, 8),
+    config("gpt2k-l32-dp8-s2k-m8", "gpt2k", 32, 8, 0, 2048, 8),
+    config("llama8b-l16-dp8-s4k-m2-nodistopt", "llama8b", 16, 8, 0, 4096, 2),
+    config("mixtral-l16-ep4-s4k-m2-selective", "mixtral", 16, 8, 0, 4096, 2,
+           extra=DO + A2A + SEL + EP4),
+    config("dsmoe-l16-ep8-s4k-m4-a2a", "dsmoe", 16, 8, 0, 4096, 4, extra=DO + A2A + EP8),
+    config("llama8b-l8-dp8-s8k-m2", "llama8b", 8, 8, 0, 8192, 2, extra=DO),
+    config("mixtral-l16-pp2ep4-s4k-m1-a2a-first", "mixtral", 16, 16, 0, 4096, 1, 4, pp=2,
+           extra=DO + A2A + EP4),
+    config("llama8b-l32-tp2pp4vpp2-s4k-m1-first", "llama8b", 32, 16, 0, 4096, 1, 8, tp=2, pp=4,
+           extra=DO + ["--num-layers-per-virtual-pipeline-stage", "4"]),
+    config("gpt2k-l24-dp8-s4k-m4-block", "gpt2k", 24, 8, 0, 4096, 4,
+           extra=DO + ["--recompute-granularity", "full", "--recompute-method", "block",
+                       "--recompute-num-layers", "12"]),
+    config("mixtral-l24-ep4-s4k-m1-full", "mixtral", 24, 8, 0, 4096, 1,
+           extra=DO + A2A + FULL + EP4),
+]
+
 
 # --- the child: one configuration in this process -------------------------------------------
 
@@ -176,11 +202,19 @@ def _symmetric_collectives() -> None:
     import torch.distributed as dist
 
     def tile(out, inp):
-        flat_out, flat_in = out.reshape(-1), inp.reshape(-1)
-        if flat_in.numel() == 0 or flat_out.numel() == 0:
+        # Chunk by chunk, in place: a collective writes into its output and allocates nothing,
+        # and neither may this stand-in. (Batches A-C built the tiled copy with repeat(), a
+        # temporary as large as the output: the distributed optimizer's parameter all-gather
+        # after each step then asked for a second copy of the largest parameter buffer --
+        # 21 GiB for mixtral-l16-ep2-s4k-m2-full, which ran out of memory on it. Batch D
+        # re-measured the points that temporary could have touched.)
+        flat_out, flat_in = out.view(-1), inp.reshape(-1)
+        size, chunk = flat_out.numel(), flat_in.numel()
+        if chunk == 0 or size == 0:
             return
-        reps = -(-flat_out.numel() // flat_in.numel())
-        flat_out.copy_(flat_in.repeat(reps)[: flat_out.numel()])
+        for start in range(0, size, chunk):
+            stop = min(start + chunk, size)
+            flat_out[start:stop].copy_(flat_in[: stop - start])
 
     original_gather, original_a2a = dist.all_gather_into_tensor, dist.all_to_all_single
     original_gather_base = getattr(dist, "_all_gather_base", None)
