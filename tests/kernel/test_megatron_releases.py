@@ -255,6 +255,14 @@ def test_the_cli_states_the_line_and_takes_assume_everywhere():
 
     listed = run("list", "--assume", "megatron_core=0.15.2")
     assert "target Megatron: 0.15 (megatron_core 0.15.2, as stated)" in listed.stdout
+    rows = json.loads(run("list", "--json", "--assume", "megatron_core=0.15.2").stdout)
+    assert {json.dumps(row["target_megatron"]) for row in rows} == {json.dumps({
+        "line": "0.15", "version": "0.15.2", "source": "as stated",
+        "described": "0.15 (megatron_core 0.15.2, as stated)", "warning": None,
+        "problem": None})}
+    newer = json.loads(run("list", "--json", "--assume", "megatron_core=0.31").stdout)
+    assert newer[0]["target_megatron"]["line"] == "seed"
+    assert "0.31" in newer[0]["target_megatron"]["warning"]
     flags = run("flags", "legacy-models", "--assume", "megatron_core=0.15")
     assert flags.stdout.startswith("[model] --use-legacy-models -> use_legacy_models")
     assert run("flags", "legacy-models").stdout == ""  # the newest line has no such flag

@@ -227,8 +227,9 @@ def _cmd_list(options: argparse.Namespace, _: list[str]) -> int:
                                            position.get(r["name"], 0), r["name"]))
     else:
         rows = sorted(rows, key=lambda r: r["name"])
-    if options.json:
-        print(to_json(rows, indent=2))
+    if options.json:  # a list of plugins, each saying the line its flags are counted at
+        target = target_from(options).line_choice().to_dict()
+        print(to_json([{**row, "target_megatron": target} for row in rows], indent=2))
     else:
         _print_plugin_table(rows)
         print(f"target Megatron: {target_line(options)}")

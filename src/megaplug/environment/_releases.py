@@ -44,6 +44,13 @@ class LineChoice:
         found = f"{PACKAGE} {self.version}, " if self.version not in (None, self.line) else ""
         return f"{self.line} ({found}{self.source})"
 
+    def to_dict(self) -> dict[str, str | None]:
+        """The choice as data (``megaplug list --json``): ``line``, ``version``, ``source``,
+        ``described`` (:meth:`describe`), ``warning`` and ``problem``."""
+        return {"line": self.line, "version": self.version, "source": self.source,
+                "described": self.describe(), "warning": self.warning,
+                "problem": self.problem}
+
     def __repr__(self) -> str:
         return f"LineChoice({self.describe()!r})"
 
