@@ -139,10 +139,6 @@ def derive_fake_process_group(config: Draft) -> None:
         config.set("use_gloo_process_groups", False, inputs=("fake_process_group",))
 
 
-def _enum_name(value: object) -> str:
-    return str(getattr(value, "name", value))
-
-
 def check_delay_wgrad_compute(config: Draft) -> None:
     """Delayed weight-gradient computation is a Transformer Engine feature with version floors
     (Megatron 0.13 refuses it with overlapped gradient reduction; 0.14 asks TE 2.7 for that,
@@ -178,10 +174,19 @@ def _require_te(config: Draft, needed: bool, version: str, when: str,
                      hint=f"upgrade Transformer Engine to {version} or later")
 
 
-def _check_delay_wgrad_cuda_graphs(config: Draft) -> None:
-    """Graphed attention keeps its weight-gradient computation inside the CUDA graph."""
-    if "attn" not in {_enum_name(m) for m in config.get("cuda_graph_modules") or []}:
-        return
+def graphed_modules(config: Draft) -> set[str]:
+    """The names of the modules ``--cuda-graph-modules`` captures (``set()`` where the
+    target's Megatron has no such setting)."""
+    return {str(getattr(m, "name", m)) for m in config.get("cuda_graph_modules") or []}
+
+
+def require_graphed_delayed_wgrad(config: Draft) -> None:
+    """What a CUDA graph that keeps a delayed weight gradient inside it needs: Transformer
+    Engine 2.12 and gradient accumulation fusion (Megatron's ``wgrad_in_graph_scope``).
+
+    The one owner of that check. Graphed attention asks it here; a feature whose graphed
+    module keeps the weight gradient too (MoE's router beside shared experts that do not
+    overlap) asks it from its own rule, since only that feature's settings say when."""
     flags = ("delay_wgrad_compute", "cuda_graph_modules")
     problem = config.env.requirement_problem("transformer_engine", "2.12.0")
     if problem:
@@ -192,9 +197,18 @@ def _check_delay_wgrad_cuda_graphs(config: Draft) -> None:
                      "(its static buffers are what graphs can capture)",
                      flags=(*flags, "gradient_accumulation_fusion"),
                      hint="drop --no-gradient-accumulation-fusion")
+
+
+def _check_delay_wgrad_cuda_graphs(config: Draft) -> None:
+    """Graphed attention keeps its weight-gradient computation inside the CUDA graph."""
+    if "attn" not in graphed_modules(config):
+        return
+    require_graphed_delayed_wgrad(config)
     if config.get("add_bias_linear") or config.get("add_qkv_bias"):
         config.error("CUDA graphs of attention with --delay-wgrad-compute do not support "
-                     "attention biases", flags=(*flags, "add_bias_linear", "add_qkv_bias"),
+                     "attention biases",
+                     flags=("delay_wgrad_compute", "cuda_graph_modules", "add_bias_linear",
+                            "add_qkv_bias"),
                      hint="add --disable-bias-linear, or leave attn out of --cuda-graph-modules")
 
 
