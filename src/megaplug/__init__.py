@@ -5,17 +5,16 @@ A plugin author needs ``hookimpl``, ``PluginInfo`` / ``Requirement`` / ``Rules``
 (or ``megaplug.megatron`` for a Megatron-compatible namespace) and ``ConfigError``;
 ``load`` gives the ``Kernel`` of a plugin selection, to resolve many times.
 
-Names are imported on first use, so ``import megaplug`` itself costs almost nothing;
-every training rank pays only for what it touches.
+Names are imported on first use (``megaplug._startup.lazy_exports``), so ``import
+megaplug`` itself costs almost nothing; every training rank pays only for what it touches.
 """
 
 from __future__ import annotations
 
-import importlib
-
+from ._startup import lazy_exports
 from ._version import __version__
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+TYPE_CHECKING = False  # megaplug's convention, described in megaplug._startup
 
 #: The public names, by the module that defines them; each is imported on first use.
 _MODULES = {
@@ -46,17 +45,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'megaplug' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only

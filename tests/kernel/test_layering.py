@@ -1,9 +1,9 @@
 """The house rules issue 12 measures, checked on the source itself.
 
 * The kernel is the modules at the top of ``src/megaplug/``; the packages below it
-  (``sources``, ``environment``, ``cache``, ``values``) never import the kernel's pipeline, the
-  plugins or the packages that use the kernel (``cli``, ``megatron``); the kernel never
-  imports those.
+  (``_startup``, ``sources``, ``environment``, ``cache``, ``values``) never import the
+  kernel's pipeline, the plugins or the packages that use the kernel (``cli``,
+  ``megatron``); the kernel never imports those.
 * A built-in plugin never names a setting a feature plugin declares: a core that knows its
   optional features' settings cannot lose them.
 * No function is longer than 40 lines, in the kernel or in any plugin; the kernel itself
@@ -24,7 +24,7 @@ REPOSITORY = SOURCE.parents[1]
 PLUGIN_SOURCES = sorted(REPOSITORY.glob("plugins/*/src"))
 
 #: The packages the kernel uses, and what none of them may import.
-BELOW_THE_KERNEL = ("sources", "environment", "cache", "values")
+BELOW_THE_KERNEL = ("_startup", "sources", "environment", "cache", "values")
 PIPELINE_AND_ABOVE = ("megaplug._kernel", "megaplug._plugins", "megaplug._api",
                       "megaplug.builtin", "megaplug.cli", "megaplug.megatron")
 

@@ -180,35 +180,3 @@ def test_installed_version_is_read_without_importlib_metadata(tmp_path, monkeypa
     monkeypatch.syspath_prepend(str(tmp_path))
     assert _installed_version("fancy_pkg") == "3.4.5"
     assert _installed_version("surely_not_installed_pkg_xyz") is None
-
-
-@pytest.mark.parametrize("name", [
-    "fancy_pkg", "yaml", "json", "sys", "megaplug", "megaplug.builtin", "os.path",
-    "surely_not_installed_pkg_xyz", "fancy_pkg.missing"])
-def test_packages_are_found_as_importlib_finds_them(tmp_path, monkeypatch, name):
-    import importlib.util
-
-    from megaplug.environment._environment import _find_spec
-
-    (tmp_path / "fancy_pkg").mkdir()
-    (tmp_path / "fancy_pkg" / "__init__.py").write_text("")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    found, expected = _find_spec(name), importlib.util.find_spec(name)
-    assert (found is None) == (expected is None)
-    if expected is not None:
-        assert (found.name, found.origin) == (expected.name, expected.origin)
-
-
-def test_a_package_behind_a_meta_path_finder_is_found(monkeypatch):
-    import importlib.machinery
-
-    from megaplug.environment._environment import _find_spec
-
-    class EditableFinder:  # what an editable install puts on sys.meta_path
-        def find_spec(self, name, path=None, target=None):
-            if name == "only_via_finder":
-                return importlib.machinery.ModuleSpec(name, None, origin="/x/only.py")
-            return None
-
-    monkeypatch.setattr("sys.meta_path", [EditableFinder(), *__import__("sys").meta_path])
-    assert _find_spec("only_via_finder").origin == "/x/only.py"

@@ -22,6 +22,7 @@ import sys
 import time
 import zlib
 
+from .._startup import DISTRIBUTION_SUFFIXES as _DISTRIBUTION_SUFFIXES
 from ..sources._switches import SwitchError, switch
 
 TYPE_CHECKING = False
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
 
 
 _CACHE_VERSION = 2
-_DISTRIBUTION_SUFFIXES = (".dist-info", ".egg-info")
 
 
 def _file_state(path: str) -> str | None:

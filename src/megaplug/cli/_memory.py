@@ -79,7 +79,8 @@ def run_memory(options: argparse.Namespace, args: list[str]) -> int:
 
 def _one_rank_a_line(answer: dict[str, Any]) -> str:
     """The JSON answer with each rank on a line of its own: readable, and a job of thousands
-    of ranks prints in milliseconds (indenting every field took ~30 ms per thousand)."""
+    of ranks prints quickly: indenting every field of every rank took about ten times as
+    long (docs/memory.md and docs/performance.md have the figures)."""
     encoded: dict[tuple[Any, ...], str] = {}  # the ranks of one role share all but their number
 
     def line(row: dict[str, Any]) -> str:

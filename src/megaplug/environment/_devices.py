@@ -1,10 +1,11 @@
 """The local GPU's compute capability, without torch.
 
-Asking torch costs 1.5-8 s per process (importing it, then initialising CUDA), paid by
-every rank of every launch for one pair of integers. The driver's management library
-(NVML, what nvidia-smi uses) answers in milliseconds, and a machine without an NVIDIA
-driver is recognised by a few missing files, in microseconds. torch is asked only where
-NVML cannot give a certain answer. A host's NVML answer is kept across processes.
+Asking torch means importing it and initialising CUDA, in every rank of every launch, for
+one pair of integers. The driver's management library (NVML, what nvidia-smi uses)
+answers without either, and a machine without an NVIDIA driver is recognised by a few
+missing files. torch is asked only where NVML cannot give a certain answer. A host's NVML
+answer is kept across processes, since starting NVML is itself a noticeable part of a
+resolve (what each costs: docs/performance.md).
 """
 
 from __future__ import annotations
@@ -295,8 +296,8 @@ def local_device_memory(environ: Mapping[str, str]) -> int | None:
             raise _NotKept(None)
         return {"key": key, "bytes": found}
 
-    # kept per host beside the capability's answer: NVML's start (~25 ms) is not paid by
-    # every resolve on a GPU node
+    # kept per host beside the capability's answer: NVML's start, dearer than the rest of
+    # the lookup, is not paid by every resolve on a GPU node
     host = _store.digest([os.uname().nodename])
     try:
         kept = _store.cached(f"device-memory-{host}", _store.digest([key]), compute,

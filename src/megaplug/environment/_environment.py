@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 
 from .._record import MutableRecord
+from .._startup import find_spec, version_beside
+from .._startup import metadata as importlib_metadata
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -289,67 +290,22 @@ def parse_assumed_memory(text: str) -> int | None:
 
 
 def _installed_version(import_name: str) -> str | None:
-    # find_spec first: it is cheap, and a missing package then never pays for
-    # importing importlib.metadata (tens of milliseconds) on the start-up path.
+    # the package's spec first, then the version beside it: a missing package, or one pip
+    # installed, never imports importlib.metadata (megaplug._startup, items 3 and 4)
     try:
-        spec = _find_spec(import_name)
+        spec = find_spec(import_name)
     except (ImportError, ValueError):
         spec = None
     if spec is None:
         return None
     candidates = _DISTRIBUTIONS.get(import_name, (import_name, import_name.replace("_", "-")))
-    version = _version_beside(spec, candidates)
+    version = version_beside(spec, candidates)
     if version is not None:
         return version
-    from importlib import metadata
-
+    metadata = importlib_metadata()
     for dist in candidates:
         try:
             return metadata.version(dist)
         except metadata.PackageNotFoundError:
             continue
     return "0"
-
-
-def _find_spec(import_name: str) -> object | None:
-    """``importlib.util.find_spec`` -- for a top-level name, asking the finders on
-    ``sys.meta_path`` as the import system does, without importing ``importlib.util`` (and
-    ``contextlib``): a plugin's requirement is looked up in every resolve."""
-    if "." in import_name or import_name in sys.modules:
-        from importlib import util
-
-        return util.find_spec(import_name)
-    for finder in sys.meta_path:
-        find_spec = getattr(finder, "find_spec", None)
-        spec = find_spec(import_name, None) if find_spec is not None else None
-        if spec is not None:
-            return spec
-    return None
-
-
-def _normalized(name: str) -> str:
-    return re.sub(r"[-_.]+", "_", name).lower()
-
-
-def _version_beside(spec: object, distributions: tuple[str, ...]) -> str | None:
-    """The version in a ``NAME-VERSION.dist-info`` directory next to the package, if any.
-
-    That is where pip puts it; reading the directory name avoids importlib.metadata.
-    """
-    origin = getattr(spec, "origin", None)
-    if not origin or origin in ("built-in", "frozen"):
-        return None
-    package_dir = os.path.dirname(origin)
-    site = os.path.dirname(package_dir) if origin.endswith("__init__.py") else package_dir
-    wanted = {_normalized(name) for name in distributions}
-    try:
-        entries = os.listdir(site)
-    except OSError:
-        return None
-    for entry in entries:
-        if entry.endswith(".dist-info"):
-            name, _, version = entry[: -len(".dist-info")].partition("-")
-            if version and _normalized(name) in wanted:
-                return version
-    return None
-

@@ -25,6 +25,7 @@ from ._facade import (
     validate_args,
 )
 from .._errors import Problem
+from .._startup import lazy_exports
 
 #: Exports imported when first used: a resolve needs neither the switch (and its
 #: ``runpy``), the ``type=`` helpers Megatron's own parser code calls, nor Megatron's
@@ -38,18 +39,17 @@ _LAZY = {"install": "._switch", "add_megatron_arguments": "._arguments",
              "._helpers")}
 
 
-def __getattr__(name: str) -> object:
-    import importlib
-
+def _group_adder(name: str) -> object:
+    """``_add_*_args``: one of Megatron's group adders (``GROUP_ADDERS``)."""
     if name.startswith("_add_"):
-        arguments = importlib.import_module("._arguments", __name__)
-        if name in arguments.GROUP_ADDERS:
-            return getattr(arguments, name)
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
+        from . import _arguments
+
+        if name in _arguments.GROUP_ADDERS:
+            return getattr(_arguments, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals(), fallback=_group_adder)
 
 __all__ = [
     "ConfigError",
