@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+import megaplug
 from megaplug import PluginInfo, Rules
-from megaplug.testing import check_plugin, modules_imported_by, named_rules
+from megaplug.testing import (MINIMAL_ARGV, check_plugin, minimal_argv, modules_imported_by,
+                              named_rules, problems, resolve)
 
 pytest_plugins = ["pytester"]
 
@@ -101,3 +103,44 @@ def test_width(resolve, problems, warnings):
     assert warnings("--width", "9") == []
 ''')
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+# -- resolve / problems / minimal_argv, the functions behind the fixtures --------
+
+
+def test_minimal_argv_is_valid_with_every_installed_plugin():
+    config = resolve()
+    assert (config.num_layers, config.hidden_size, config.micro_batch_size) == (2, 64, 1)
+    assert minimal_argv("--hidden-size", "128") == [*MINIMAL_ARGV, "--hidden-size", "128"]
+    assert resolve("--hidden-size", "128").hidden_size == 128
+
+
+def test_the_callers_environment_does_not_leak_in(monkeypatch):
+    monkeypatch.setenv("RANK", "3")
+    monkeypatch.setenv("WORLD_SIZE", "2")  # RANK 3 is not below WORLD_SIZE 2: invalid
+    monkeypatch.setenv("MEGAPLUG_DISABLE", "model")
+    assert problems() == []
+    assert resolve().data_parallel_size == 1
+    assert resolve(environ={"WORLD_SIZE": "4", "RANK": "0"}).data_parallel_size == 4
+
+
+def test_problems_lists_every_problem_and_resolve_raises():
+    found = problems("--micro-batch-size", "0", "--hidden-size", "60",
+                     "--num-attention-heads", "7")
+    assert sorted(p.plugin for p in found) == ["model", "training"]
+    with pytest.raises(megaplug.ConfigError):
+        resolve("--micro-batch-size", "0")
+
+
+def test_a_plugin_module_can_be_passed_directly():
+    import types
+
+    plugin = types.ModuleType("direct_plugin")
+    plugin.megaplug_plugin = megaplug.PluginInfo(name="direct")
+
+    @megaplug.hookimpl
+    def add_args(flags):
+        flags.add_argument("--direct-flag", type=int, default=3)
+
+    plugin.add_args = add_args
+    assert resolve("--direct-flag", "5", plugins=[plugin]).direct_flag == 5
