@@ -115,6 +115,8 @@ def test_the_version_is_read_beside_the_package(tmp_path, monkeypatch):
     spec = _startup.find_spec("versioned_pkg")
     assert _startup.version_beside(spec, ("versioned-pkg",)) == "3.4.5"
     assert _startup.version_beside(spec, ("unrelated",)) is None
+    assert _startup.version_in(str(tmp_path), ("Other",)) == "1.0"
+    assert _startup.version_in(str(tmp_path / "absent"), ("other",)) is None
     assert _startup.normalized_name("Fancy.Pkg") == _startup.normalized_name("fancy-pkg")
 
 

@@ -133,6 +133,12 @@ def version_beside(spec: Any, distributions: tuple[str, ...]) -> str | None:
         return None
     package_dir = os.path.dirname(origin)
     site = os.path.dirname(package_dir) if origin.endswith("__init__.py") else package_dir
+    return version_in(site, distributions)
+
+
+def version_in(site: str, distributions: tuple[str, ...]) -> str | None:
+    """The version of the first ``NAME-VERSION.dist-info`` directory in ``site`` whose name
+    is one of ``distributions`` (compared normalized); ``None`` if there is none."""
     wanted = {normalized_name(name) for name in distributions}
     try:
         entries = os.listdir(site)
