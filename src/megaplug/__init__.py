@@ -5,8 +5,8 @@ A plugin author needs ``hookimpl``, ``PluginInfo`` / ``Requirement`` / ``Rules``
 (or ``megaplug.megatron`` for a Megatron-compatible namespace) and ``ConfigError``;
 ``load`` gives the ``Kernel`` of a plugin selection, to resolve many times.
 
-Names are imported on first use (``megaplug._startup.lazy_exports``), so ``import
-megaplug`` itself costs almost nothing; every training rank pays only for what it touches.
+Names are imported on first use, so ``import megaplug`` itself costs almost nothing;
+every training rank pays only for what it touches.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ __all__ = [
 ]
 
 
+# each name imported when first read, then kept here (megaplug._startup, item 1)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 

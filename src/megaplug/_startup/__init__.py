@@ -13,8 +13,9 @@ none of them: their one rule is "keep ``__init__.py`` free of imports".
    imports the package alone; a resolve never imports the switch, Megatron's argument
    groups or the ``type=`` helpers.
 2. **No ``typing`` at run time: ``TYPE_CHECKING = False``.** Each of megaplug's modules
-   writes that line and imports what only annotations need under ``if TYPE_CHECKING:``;
-   with ``from __future__ import annotations`` an annotation is a string nobody evaluates.
+   (and of the shipped plugins' rules) writes that line and imports what only annotations
+   need under ``if TYPE_CHECKING:``; with ``from __future__ import annotations`` an
+   annotation is a string nobody evaluates.
    Type checkers (mypy, pyright) treat a module constant of that name as
    ``typing.TYPE_CHECKING``. It is written in each module, not imported from here, so that
    a module reads on its own. The same goes for the other standard modules megaplug does
@@ -49,6 +50,10 @@ none of them: their one rule is "keep ``__init__.py`` free of imports".
 8. **The program's exit** (:mod:`megaplug.cli`): the command runs without the cyclic
    garbage collector and ends with ``os._exit`` after flushing and the ``atexit``
    callbacks, not the interpreter's module-by-module teardown.
+9. **No code generated per class**: the kernel's records are ``__slots__`` classes
+   (:mod:`megaplug._record`), not ``@dataclass``es, and ``@megaplug.options`` classes share
+   one ``__init__`` / ``__repr__`` / ``__eq__`` (:mod:`megaplug.values._options_class`),
+   becoming real dataclasses only when ``dataclasses`` first looks at them.
 
 This module imports nothing beyond what a bare interpreter has loaded (``os``, ``sys``)
 and ``importlib``, and nothing of megaplug: ``import megaplug`` imports it.
