@@ -287,3 +287,160 @@ def test_full_recompute_with_cuda_graphs_refused_in_0_14_and_0_15(version, refus
     expected = [f"CUDA graphs cannot be used with --recompute-granularity full in Megatron "
                 f"{line}"]
     assert [m for m in found if "CUDA graphs" in m] == (expected if refused else [])
+
+
+# -- training: --cuda-graph-scope is the line's own setting up to 0.17 ----------------------
+
+@pytest.mark.parametrize("version", ["0.16.1", "0.17.1"])
+def test_cuda_graph_scope_words_are_scope_members_in_0_16_and_0_17(version):
+    from megaplug.builtin.training.enums import CudaGraphModule, CudaGraphScope
+
+    config = resolve_at(version, "--cuda-graph-scope", "attn", "moe_router")
+    assert config.cuda_graph_scope == [CudaGraphScope.attn, CudaGraphScope.moe_router]
+    assert config.source("cuda_graph_scope").source == "normalized"
+    assert "cuda_graph_modules" not in config  # the 0.18 setting: not in these lines
+    assert not [w for w in config.warnings if "deprecated" in w.message]
+    assert resolve_at(version).cuda_graph_scope == []
+    assert CudaGraphModule.attn.name == CudaGraphScope.attn.name
+
+
+@pytest.mark.parametrize("version", ["0.13.1", "0.15.3"])
+def test_cuda_graph_scope_is_one_word_before_0_16(version):
+    assert resolve_at(version, "--cuda-graph-scope", "attn").cuda_graph_scope == "attn"
+    assert resolve_at(version).cuda_graph_scope == "full"
+
+
+def test_cuda_graph_scope_full_is_the_empty_scope_in_0_17_and_retired_from_0_18():
+    config = resolve_at("0.17.1", "--cuda-graph-scope", "full")
+    assert config.cuda_graph_scope == []
+    assert [w.message for w in config.warnings if w.plugin == "training"] == [
+        "--cuda-graph-scope full is deprecated; an empty scope captures the whole layer"]
+    assert messages("0.17.1", "--cuda-graph-scope", "full", "attn", plugin="training") == [
+        "--cuda-graph-scope full cannot be used with other scopes"]
+    assert messages("0.16.1", "--cuda-graph-scope", "full_iteration_inference",
+                    plugin="training") == [
+        "--cuda-graph-scope: invalid choice 'full_iteration_inference' (choose from "
+        "full_iteration, attn, mlp, moe, moe_router, moe_preprocess, mamba)"]
+    newest = resolve_at("0.18.2", "--cuda-graph-scope", "attn")
+    assert "cuda_graph_scope" not in newest and newest.cuda_graph_modules[0].name == "attn"
+
+
+@pytest.mark.parametrize("version,line", [("0.14.0", "0.14"), ("0.17.1", "0.17")])
+def test_local_full_iteration_scope_needs_no_nan_check_in_0_14_and_0_17(version, line):
+    flags = ("--cuda-graph-scope", "full_iteration", "--cuda-graph-impl", "local")
+    if version == "0.14.0":
+        flags = ("--cuda-graph-scope", "full_iteration", "--enable-cuda-graph")
+    assert messages(version, *flags, plugin="training") == [
+        f"--cuda-graph-scope full_iteration needs --no-check-for-nan-in-loss-and-grad in "
+        f"Megatron {line}"]
+    assert messages(version, *flags, "--no-check-for-nan-in-loss-and-grad",
+                    plugin="training") == []
+
+
+def test_fp8_full_iteration_inference_graphs_need_optimized_mxfp8_in_0_17():
+    flags = ("--cuda-graph-scope", "full_iteration_inference", "--cuda-graph-impl", "local",
+             "--fp8-format", "hybrid")
+    assert messages("0.17.1", *flags, plugin="training") == [
+        "FP8 with full_iteration_inference CUDA graphs needs --transformer-impl "
+        "inference_optimized in Megatron 0.17"]
+
+
+# -- renamed settings: the line's own setting reaches the rules reading megaplug's --------
+
+@pytest.mark.parametrize("version", ["0.13.1", "0.16.1"])
+def test_disabled_gloo_groups_reach_the_checkpoint_rule_in_lines_naming_them_enable(version):
+    flags = ("--disable-gloo-process-groups", "--use-distributed-optimizer",
+             "--ckpt-format", "torch")
+    assert messages(version, *flags, plugin="checkpointing") == [
+        "--disable-gloo-process-groups with the distributed optimizer needs a distributed "
+        "checkpoint format, not --ckpt-format torch"]
+    config = resolve_at(version, "--disable-gloo-process-groups")
+    assert config.enable_gloo_process_groups is False
+    assert "use_gloo_process_groups" not in config
+    assert messages(version, *flags[1:], plugin="checkpointing") == []
+
+
+@pytest.mark.parametrize("version,renamed", [
+    ("0.13.1", {"layernorm_epsilon": ("norm_epsilon", False),
+                "layernorm_zero_centered_gamma": ("apply_layernorm_1p", False),
+                "use_mamba_mem_eff_path": ("disable_mamba_mem_eff_path", True),
+                "use_gloo_process_groups": ("enable_gloo_process_groups", False),
+                "disable_msc_deprecated": ("enable_msc", True),
+                "inference_max_requests": ("inference_max_batch_size", False)}),
+    ("0.16.1", {"use_gloo_process_groups": ("enable_gloo_process_groups", False),
+                "metadata_path": ("tokenizer_metadata", False),
+                "special_tokens": ("tokenizer_special_tokens", False),
+                "fp4_param_gather": ("fp4_param", False),
+                "disable_msc_deprecated": ("enable_msc", True),
+                "cuda_graph_scope_deprecated": ("cuda_graph_scope", False),
+                "inference_max_requests": ("inference_max_batch_size", False),
+                "enable_chunked_prefill": ("disable_chunked_prefill", True)}),
+    ("0.18.2", {}), ("main", {})])
+def test_renamed_settings_found_from_the_lines_flags(version, renamed):
+    """0.13's --cuda-graph-scope (one word) is not megaplug's list: not a rename."""
+    from megaplug import load
+    from megaplug.environment._line_facts import renamed_settings
+
+    kernel = load([], target=target(version))[0]
+    assert renamed_settings(kernel.table) == renamed
+
+
+def test_a_renamed_setting_given_reaches_the_rules_in_its_type():
+    from megaplug import Draft, Rules
+    from megaplug.testing import stand_in
+
+    seen = {}
+
+    def spy(config: Draft) -> None:
+        seen.update(eps=config.layernorm_epsilon, mem=config.use_mamba_mem_eff_path,
+                    source=config.source("layernorm_epsilon").source)
+
+    plugins = [stand_in("spy", rules=Rules(validate=(spy,)))]
+    config = resolve_at_with(plugins, "0.15.3", "--norm-epsilon", "1e-6",
+                             "--disable-mamba-mem-eff-path")
+    assert seen == {"eps": 1e-6, "mem": False, "source": "command-line"}
+    assert config.norm_epsilon == 1e-6 and "layernorm_epsilon" not in config
+    seen.clear()
+    resolve_at_with(plugins, "0.15.3")
+    assert seen == {"eps": 1e-5, "mem": True, "source": "default"}
+
+
+def resolve_at_with(plugins, version: str, *flags: str):
+    return resolve(*NO_PREFLIGHT, *flags, plugins=plugins, target=target(version))
+
+
+# -- data: --tiktoken-special-tokens read as --tokenizer-special-tokens (0.16, 0.17) -------
+
+@pytest.mark.parametrize("version,carried", [("0.15.3", False), ("0.16.1", True),
+                                             ("0.17.1", True)])
+def test_tiktoken_special_tokens_carried_over_in_0_16_and_0_17(version, carried):
+    config = resolve_at(version, "--tiktoken-special-tokens", "<a>", "<b>")
+    assert config.get("tokenizer_special_tokens") == (["<a>", "<b>"] if carried else None)
+    assert config.tiktoken_special_tokens == ["<a>", "<b>"]
+
+
+# -- precision: FP4 parameter gathers need sharded parameters only in the seed line --------
+
+@pytest.mark.parametrize("version", ["0.15.3", "0.17.1", "0.19.0", "main"])
+def test_unsharded_fp4_param_gather_taken_up_to_main(version):
+    assert messages(version, "--fp4-format", "e2m1", "--fp4-param-gather",
+                    plugin="precision", transformer_engine="2.17.1") == []
+
+
+def test_unsharded_fp4_param_gather_refused_in_the_seed_line():
+    assert messages("seed", "--fp4-format", "e2m1", "--fp4-param-gather",
+                    plugin="precision", transformer_engine="2.17.1") == [
+        "--fp4-param-gather needs sharded parameters: --use-distributed-optimizer, or a fully "
+        "sharded data-parallel implementation"]
+
+
+@pytest.mark.parametrize("version", ["0.18.2", "0.19.0", "main"])
+def test_full_iteration_impl_needs_no_nan_check_from_0_18(version):
+    assert messages(version, "--cuda-graph-impl", "full_iteration", plugin="training") == [
+        "--cuda-graph-impl full_iteration needs --no-check-for-nan-in-loss-and-grad for training"]
+    assert messages(version, "--cuda-graph-impl", "full_iteration",
+                    "--no-check-for-nan-in-loss-and-grad", plugin="training") == []
+    # the fake process group turns the check off only after Megatron asked for it
+    assert messages(version, "--cuda-graph-impl", "full_iteration", "--fake-process-group",
+                    plugin="training") == [
+        "--cuda-graph-impl full_iteration needs --no-check-for-nan-in-loss-and-grad for training"]

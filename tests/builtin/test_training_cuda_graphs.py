@@ -86,7 +86,8 @@ def test_full_iteration_inference_leaves_the_module_list():
 
 
 def test_full_iteration_migrates_to_full_iteration_impl():
-    resolved = resolve("--cuda-graph-impl", "local", "--cuda-graph-modules", "full_iteration")
+    resolved = resolve("--cuda-graph-impl", "local", "--cuda-graph-modules", "full_iteration",
+                       "--no-check-for-nan-in-loss-and-grad")
     assert resolved.cuda_graph_impl == "full_iteration"
     assert resolved.cuda_graph_modules == []
 

@@ -44,3 +44,23 @@ def test_early_expert_parallelism_refuses_fp16_before_0_16():
         "expert parallelism (--expert-model-parallel-size 2) does not support --fp16 in "
         "Megatron 0.13"]
     assert moe_messages("main", *MOE_EP2, "--fp16") == []
+
+
+GRAPHED_EP = ("--num-experts", "8", "--expert-model-parallel-size", "2", "--cuda-graph-impl",
+              "local", "-p", "no:preflight")
+
+
+def test_graphed_expert_parallelism_needs_padded_experts_in_0_16_and_0_17():
+    for version, line in (("0.16.1", "0.16"), ("0.17.1", "0.17")):
+        assert moe_messages(version, *GRAPHED_EP) == [
+            "local CUDA graphs with expert parallelism (--expert-model-parallel-size 2) need "
+            f"--moe-pad-experts-for-cuda-graph-inference in Megatron {line}"]
+        assert moe_messages(version, *GRAPHED_EP,
+                            "--moe-pad-experts-for-cuda-graph-inference") == []
+
+
+def test_graphed_expert_parallelism_unpadded_elsewhere_and_optimized_in_0_17():
+    for version in ("0.15.3", "0.18.2", "main"):
+        assert moe_messages(version, *GRAPHED_EP) == []
+    assert moe_messages("0.17.1", *GRAPHED_EP, "--transformer-impl", "inference_optimized") \
+        == []

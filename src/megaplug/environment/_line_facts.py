@@ -176,16 +176,61 @@ def fill_withheld(table: Any, values: dict[str, Any], provenance: dict[str, Any]
                   default_of: Callable[[str], Any]) -> list[str]:
     """Give rules the settings the target's release line lacks, at their declared defaults
     (what they read in megaplug's newest line); the kernel leaves them out of the result.
+    A setting the line names differently (0.13's ``--norm-epsilon`` sets ``norm_epsilon``,
+    megaplug's ``layernorm_epsilon``) takes instead the value given to the line's own
+    setting (:func:`renamed_settings`), so the rules reading it see the launch's value.
     ``default_of(plugin)`` is the kernel's provenance of a plugin's declared default (this
     package sits below the kernel and does not import it). Returns the settings filled."""
     from ..values._encoding import fresh
 
     withheld = [dest for dest in table.withheld if dest not in values]
+    renamed = renamed_settings(table)
     for dest in withheld:
         spec = table.withheld[dest][0]
         values[dest] = fresh(spec.default)
         provenance[dest] = default_of(spec.plugin)
+        if dest in renamed:
+            theirs, inverted = renamed[dest]
+            given = provenance.get(theirs)
+            if theirs in values and given is not None and given.source != "default":
+                values[dest] = (not values[theirs]) if inverted else fresh(values[theirs])
+                provenance[dest] = given
     return withheld
+
+
+#: Actions a renamed flag may have on both sides: the same, or a switch read the other way
+#: round (0.13's ``--disable-mamba-mem-eff-path`` sets ``disable_mamba_mem_eff_path``,
+#: megaplug's the inverse ``use_mamba_mem_eff_path``).
+_SWITCHES = {"store_true", "store_false"}
+
+
+def renamed_settings(table: Any) -> dict[str, tuple[str, bool]]:
+    """The settings of megaplug's newest line that the table's line names differently:
+    withheld setting -> (the line's own setting, whether its value reads the other way
+    round). Found from the flags: a withheld flag one of whose spellings the line gives to
+    another setting, of the same kind (both switches, or both taking a value with the same
+    arity) -- else the line's setting means something else and is left alone."""
+    found: dict[str, tuple[str, bool]] = {}
+    for dest, specs in table.withheld.items():
+        for spec in specs:
+            for option in spec.option_strings:
+                theirs = table.by_option.get(option)
+                if theirs is None or theirs.dest == dest or theirs.dest in table.withheld:
+                    continue
+                same_kind = _same_kind(spec, theirs)
+                if same_kind is not None:
+                    found.setdefault(dest, (theirs.dest, not same_kind))
+    return found
+
+
+def _same_kind(ours: Any, theirs: Any) -> bool | None:
+    """True: the two flags set the same value; False: switches that set opposite values;
+    None: not comparable (different actions or arity)."""
+    if ours.action in _SWITCHES and theirs.action in _SWITCHES:
+        return ours.action == theirs.action
+    if ours.action != theirs.action or (ours.nargs is None) != (theirs.nargs is None):
+        return None
+    return True
 
 
 def report_lines(target: Any, sink: Any) -> None:

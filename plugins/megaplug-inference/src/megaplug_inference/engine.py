@@ -64,6 +64,72 @@ def check_flashinfer_sampling_installed(config: Draft) -> None:
                      hint=f"install flashinfer, or pass {config.spelling(backend)} torch")
 
 
+#: The first Megatron release line whose validation no longer asks dynamic batching for a
+#: KV-cache buffer size and 256-token blocks (chunks up to 0.14; and a guaranteed buffer
+#: fraction up to 0.15).
+UNCHECKED_BUFFER_LINE = "0.18"
+
+
+def check_early_dynamic_batching_sizes(config: Draft) -> None:
+    """Megatron up to 0.17: dynamic batching needs a buffer size and a block (0.13, 0.14:
+    chunk) size that is a multiple of 256; up to 0.15 a guaranteed buffer fraction too."""
+    env = config.env
+    if not config.inference_dynamic_batching \
+            or env.line_at_least("megatron_core", UNCHECKED_BUFFER_LINE):
+        return
+    line = env.release_line("megatron_core")
+    for name in ("inference_dynamic_batching_buffer_size_gb",
+                 "inference_dynamic_batching_buffer_guaranteed_fraction"):
+        if name in config and config[name] is None:
+            config.error(f"--inference-dynamic-batching needs {config.spelling(name)} in "
+                         f"Megatron {line}", flags=("inference_dynamic_batching", name),
+                         hint=f"set {config.spelling(name)}")
+    size = "inference_dynamic_batching_chunk_size" if env.line_before("megatron_core", "0.15") \
+        else "inference_dynamic_batching_block_size"
+    if config[size] % 256:
+        unit = "block" if size.endswith("block_size") else "chunk"
+        config.error(f"{config.spelling(size)} {config[size]} must be a multiple of 256 in "
+                     f"Megatron {line}", flags=(size,),
+                     hint=f"use a {unit} size such as 256 or 512")
+
+
+def check_line_iteration_graphs(config: Draft) -> None:
+    """Megatron 0.15 and 0.16 check local whole-iteration CUDA graphs (``--cuda-graph-scope
+    full_iteration``) by what runs: training needs --no-check-for-nan-in-loss-and-grad,
+    dynamic-batching inference refuses FP8. (0.14 and 0.17 check the first alone: the
+    training plugin's ``cuda_graphs.check_line_full_iteration_scope``.)"""
+    line = config.env.release_line("megatron_core")
+    if line not in ("0.15", "0.16") or config.get("cuda_graph_impl") != "local":
+        return
+    scope = config.get("cuda_graph_scope")
+    if not (scope == "full_iteration" or (isinstance(scope, list) and any(
+            getattr(item, "name", item) == "full_iteration" for item in scope))):
+        return
+    if not config.inference_dynamic_batching:
+        if _nan_check_before_fake_process_group(config):
+            config.error(f"--cuda-graph-scope full_iteration needs "
+                         f"--no-check-for-nan-in-loss-and-grad in Megatron {line}",
+                         flags=("cuda_graph_scope", "check_for_nan_in_loss_and_grad"),
+                         hint="add --no-check-for-nan-in-loss-and-grad, or run dynamic-batching "
+                              "inference")
+    elif config.get("fp8") is not None:
+        config.error(f"FP8 is not supported with dynamic batching and full_iteration CUDA "
+                     f"graphs in Megatron {line}",
+                     flags=("fp8", "inference_dynamic_batching", "cuda_graph_scope"),
+                     hint="drop --fp8-format, or capture less than the whole iteration")
+
+
+def _nan_check_before_fake_process_group(config: Draft) -> bool:
+    """The NaN check as Megatron 0.16 reads it here: before a fake process group turns it
+    off (0.15 has no fake process group)."""
+    if not config.get("fake_process_group"):
+        return bool(config.get("check_for_nan_in_loss_and_grad", True))
+    unscaled_fp16 = config.get("fp16") and not config.get("loss_scale")
+    return bool(config.given_value("check_for_nan_in_loss_and_grad", True)) and not unscaled_fp16
+
+
 DERIVATIONS: tuple[Callable[[Draft], None], ...] = (derive_state_dtypes,)
 CHECKS: tuple[Callable[[Draft], None], ...] = (check_batch_split_threshold,
+                                               check_early_dynamic_batching_sizes,
+                                               check_line_iteration_graphs,
                                                check_flashinfer_sampling_installed)

@@ -18,7 +18,7 @@ rules = Rules(
     # the split and sequence length every other plugin reads
     normalize=(f"{__name__}.paths:NORMALIZE_SPLIT", f"{__name__}.sequences:NORMALIZE",
                f"{__name__}.paths:NORMALIZE_PHASES"),
-    derive=(f"{__name__}.packing:DERIVE",),
+    derive=(f"{__name__}.packing:DERIVE", f"{__name__}.tokenizer:DERIVE"),
     # in the order Megatron's validate_args makes them
     validate=(f"{__name__}.paths:VALIDATE", f"{__name__}.sequences:VALIDATE",
               f"{__name__}.packing:VALIDATE", f"{__name__}.paths:VALIDATE_SOURCES",

@@ -40,4 +40,20 @@ def warn_missing_tokenizer_inputs(config: Draft) -> None:
                     flags=("tokenizer_type", *missing))
 
 
+def derive_special_tokens_from_tiktoken(config: Draft) -> None:
+    """Megatron 0.16 and 0.17 read the deprecated ``--tiktoken-special-tokens`` as
+    ``--tokenizer-special-tokens`` (``tokenizer_special_tokens`` in those lines) when that
+    is not given; older lines keep them apart, later ones lack the old flag."""
+    old = config.get("tiktoken_special_tokens")
+    if not old or "tokenizer_special_tokens" not in config or config.tokenizer_special_tokens \
+            or config.env.line_before("megatron_core", "0.16"):
+        return
+    config.warn("--tiktoken-special-tokens is deprecated; use --tokenizer-special-tokens",
+                flags=("tiktoken_special_tokens",))
+    config.set("tokenizer_special_tokens", old, reason="--tiktoken-special-tokens is its "
+               "deprecated spelling", inputs=("tiktoken_special_tokens",))
+
+
+DERIVE: tuple[Callable[[Draft], None], ...] = (derive_special_tokens_from_tiktoken,)
+
 VALIDATE: tuple[Callable[[Draft], None], ...] = (warn_missing_tokenizer_inputs,)

@@ -137,10 +137,18 @@ def check_low_precision_formats(config: Draft) -> None:
                          hint="upgrade Transformer Engine to 2.7 or later")
 
 
+#: The first line whose validation asks FP4 parameter gathers for sharded parameters (the
+#: seed's; Megatron 0.15 through main at d98e8a64dd check only FP8's).
+FP4_SHARDING_LINE = "seed"
+
+
 def check_param_gather_sharding(config: Draft) -> None:
     """Low-precision parameter gathers need sharded parameters: the distributed optimizer
     (a feature that shards parameters itself takes this rule over)."""
     for name in ("fp8_param_gather", "fp4_param_gather"):
+        if name == "fp4_param_gather" and config.env.line_before("megatron_core",
+                                                                 FP4_SHARDING_LINE):
+            continue  # every release up to main takes unsharded FP4 parameter gathers
         if config[name] and not _distributed_optimizer_before_freeze(config):
             config.error(f"{config.spelling(name)} needs sharded parameters: "
                          "--use-distributed-optimizer, or a fully sharded data-parallel "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from megaplug import Draft
 
-from .enums import CudaGraphModule
+from .enums import CudaGraphModule, CudaGraphScope
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -65,8 +65,11 @@ def _read_switches_as_impl(config: Draft, local: bool, external: bool) -> None:
 
 
 def normalize_retired_scope_flag(config: Draft) -> None:
-    """--cuda-graph-scope is the old spelling of --cuda-graph-modules."""
+    """--cuda-graph-scope is the old spelling of --cuda-graph-modules (0.18 on; before, it is
+    the line's own setting, :func:`normalize_line_scope`)."""
     scope = config.cuda_graph_scope_deprecated
+    if config.env.line_before("megatron_core", MODULES_FLAG_LINE):
+        scope = None
     if scope is not None:
         if config.cuda_graph_modules:
             config.error("--cuda-graph-scope and --cuda-graph-modules cannot be used together",
@@ -78,6 +81,115 @@ def normalize_retired_scope_flag(config: Draft) -> None:
             config.set("cuda_graph_modules", list(scope), reason="--cuda-graph-scope is retired",
                        inputs=("cuda_graph_scope_deprecated",))
     config.discard("cuda_graph_scope_deprecated")
+
+
+#: The first Megatron release line with --cuda-graph-modules; before it --cuda-graph-scope
+#: (``cuda_graph_scope``) is the line's own setting: one word up to 0.15, a list of
+#: CudaGraphScope members in 0.16 and 0.17.
+MODULES_FLAG_LINE = "0.18"
+
+
+def normalize_line_scope(config: Draft) -> None:
+    """Up to 0.17, ``cuda_graph_scope`` as that release keeps it: 0.16 and 0.17 parse its
+    words into CudaGraphScope members and rewrite a lone ``full`` (deprecated) to the empty
+    list. The modules it names reach the rules that read ``cuda_graph_modules``."""
+    env = config.env
+    if not env.line_before("megatron_core", MODULES_FLAG_LINE) or "cuda_graph_scope" not in config:
+        return
+    raw = config.cuda_graph_scope
+    if env.line_at_least("megatron_core", "0.16"):
+        raw = _line_scope_members(config, raw)
+        if raw is None:
+            return
+    words = [raw] if isinstance(raw, str) else [getattr(item, "name", item) for item in raw]
+    modules = [CudaGraphModule[word] for word in words if word in CudaGraphModule.__members__]
+    if modules:
+        config.set("cuda_graph_modules", modules, reason="what --cuda-graph-scope captures",
+                   inputs=("cuda_graph_scope",))
+
+
+def _line_scope_members(config: Draft, raw: list[Any]) -> list[Any] | None:
+    """0.16 / 0.17: the scope's words as CudaGraphScope members (None: a word is refused)."""
+    known = [m.name for m in CudaGraphScope
+             if m.name != "full_iteration_inference" or config.env.line_at_least(
+                 "megatron_core", "0.17")]
+    members: list[Any] = []
+    for word in raw:
+        name = getattr(word, "name", word)
+        if name != "full" and name not in known:
+            config.error(f"--cuda-graph-scope: invalid choice {name!r} (choose from "
+                         f"{', '.join(known)})", flags=("cuda_graph_scope",),
+                         hint="use one of the listed scopes")
+            return None
+        members.append(name if name == "full" else CudaGraphScope[name])
+    if "full" in members:
+        if members != ["full"]:
+            config.error("--cuda-graph-scope full cannot be used with other scopes",
+                         flags=("cuda_graph_scope",), hint="use full alone, or better none")
+            return None
+        config.warn("--cuda-graph-scope full is deprecated; an empty scope captures the whole "
+                    "layer", flags=("cuda_graph_scope",))
+        members = []
+    if members != raw:
+        config.set("cuda_graph_scope", members, reason="the scope's words as CudaGraphScope",
+                   inputs=("cuda_graph_scope",))
+    return members
+
+
+def check_line_full_iteration_scope(config: Draft) -> None:
+    """0.14 and 0.17: local whole-iteration graphs (``--cuda-graph-scope full_iteration``)
+    need --no-check-for-nan-in-loss-and-grad. (0.15 and 0.16 check them by what runs,
+    training or dynamic-batching inference: the inference plugin's rule.)"""
+    env = config.env
+    if env.release_line("megatron_core") not in ("0.14", "0.17") \
+            or "cuda_graph_scope" not in config:
+        return
+    scope = config.cuda_graph_scope
+    full_iteration = scope == "full_iteration" if isinstance(scope, str) else \
+        CudaGraphScope.full_iteration in scope
+    if config.cuda_graph_impl != "local" or not full_iteration \
+            or not _nan_check_before_fake_process_group(config):
+        return
+    config.error("--cuda-graph-scope full_iteration needs --no-check-for-nan-in-loss-and-grad "
+                 f"in Megatron {env.release_line('megatron_core')}",
+                 flags=("cuda_graph_scope", "check_for_nan_in_loss_and_grad"),
+                 hint="add --no-check-for-nan-in-loss-and-grad")
+
+
+def _nan_check_before_fake_process_group(config: Draft) -> bool:
+    """Whether the NaN check is on where Megatron checks whole-iteration graphs against it:
+    after fp16 without a loss scale turned it off, before a fake process group does."""
+    if not config.get("fake_process_group"):
+        return bool(config.check_for_nan_in_loss_and_grad)
+    unscaled_fp16 = config.get("fp16") and not config.get("loss_scale")
+    return bool(config.given_value("check_for_nan_in_loss_and_grad", True)) and not unscaled_fp16
+
+
+def check_full_iteration_impl_without_nan_check(config: Draft) -> None:
+    """Whole-iteration graphs (``--cuda-graph-impl full_iteration``, 0.18 on) cannot check
+    the loss and gradients for NaNs in training."""
+    if config.cuda_graph_impl == "full_iteration" and _nan_check_before_fake_process_group(config):
+        config.error("--cuda-graph-impl full_iteration needs --no-check-for-nan-in-loss-and-grad "
+                     "for training", flags=("cuda_graph_impl", "check_for_nan_in_loss_and_grad"),
+                     hint="add --no-check-for-nan-in-loss-and-grad")
+
+
+def check_line_inference_iteration_scope(config: Draft) -> None:
+    """0.17: FP8 with local ``full_iteration_inference`` graphs needs the inference-optimized
+    layers and the MXFP8 recipe."""
+    if config.env.release_line("megatron_core") != "0.17" or config.cuda_graph_impl != "local" \
+            or CudaGraphScope.full_iteration_inference not in config.cuda_graph_scope \
+            or config.get("fp8") is None:
+        return
+    if config.get("transformer_impl") != "inference_optimized":
+        config.error("FP8 with full_iteration_inference CUDA graphs needs --transformer-impl "
+                     "inference_optimized in Megatron 0.17",
+                     flags=("cuda_graph_scope", "fp8", "transformer_impl"),
+                     hint="add --transformer-impl inference_optimized")
+    elif config.get("fp8_recipe") != "mxfp8":
+        config.error("FP8 with full_iteration_inference CUDA graphs supports only --fp8-recipe "
+                     "mxfp8 in Megatron 0.17", flags=("cuda_graph_scope", "fp8_recipe"),
+                     hint="use --fp8-recipe mxfp8")
 
 
 def normalize_module_list(config: Draft) -> None:
@@ -208,6 +320,7 @@ def _check_early_graph_limits(config: Draft) -> None:
 NORMALIZE: tuple[Callable[[Draft], None], ...] = (
     normalize_retired_switches,
     normalize_retired_scope_flag,
+    normalize_line_scope,
     normalize_module_list,
 )
 
@@ -215,5 +328,8 @@ DERIVE: tuple[Callable[[Draft], None], ...] = (derive_te_rng_tracker,)
 
 VALIDATE: tuple[Callable[[Draft], None], ...] = (
     check_full_iteration_has_no_modules,
+    check_full_iteration_impl_without_nan_check,
+    check_line_full_iteration_scope,
+    check_line_inference_iteration_scope,
     check_allocator_settings,
 )

@@ -19,6 +19,22 @@ class CudaGraphModule(enum.Enum):
     mamba = 6
 
 
+class CudaGraphScope(enum.Enum):
+    """What ``--cuda-graph-scope`` captures in Megatron 0.16 and 0.17 (the setting that
+    ``--cuda-graph-modules`` and ``--cuda-graph-impl full_iteration`` replaced in 0.18)."""
+
+    __megatron_type__ = "megatron.core.transformer.enums:CudaGraphScope"
+
+    full_iteration = 1
+    attn = 2
+    mlp = 3
+    moe = 4
+    moe_router = 5
+    moe_preprocess = 6
+    mamba = 7
+    full_iteration_inference = 8  # 0.17 only (0.16's enum lacks it)
+
+
 #: Retired ``--cuda-graph-modules`` spellings, kept as strings until normalize migrates them.
 DEPRECATED_MODULE_SPELLINGS = ("full", "full_iteration", "full_iteration_inference")
 
