@@ -444,3 +444,27 @@ def test_full_iteration_impl_needs_no_nan_check_from_0_18(version):
     assert messages(version, "--cuda-graph-impl", "full_iteration", "--fake-process-group",
                     plugin="training") == [
         "--cuda-graph-impl full_iteration needs --no-check-for-nan-in-loss-and-grad for training"]
+
+
+# -- model: interleaved RoPE with fusion (0.13), legacy models' limits (up to 0.17) --------
+
+def test_interleaved_rotary_refused_with_rope_fusion_in_0_13_whatever_the_embedding():
+    for flags in ((), ("--position-embedding-type", "rope")):
+        assert messages("0.13.1", "--rotary-interleaved", *flags, plugin="model") == [
+            "--rotary-interleaved does not work with RoPE fusion in Megatron 0.13"]
+    assert messages("0.13.1", "--rotary-interleaved", "--no-rope-fusion", plugin="model") == []
+    assert messages("0.14.0", "--rotary-interleaved", plugin="model") == []
+
+
+@pytest.mark.parametrize("version,line", [("0.13.1", "0.13"), ("0.17.1", "0.17")])
+def test_legacy_models_limits_up_to_0_17(version, line):
+    assert messages(version, "--use-legacy-models", plugin="model") == [
+        f"legacy models support only --ckpt-format torch (Megatron {line})"]
+    legacy = ("--use-legacy-models", "--ckpt-format", "torch")
+    assert messages(version, *legacy, plugin="model") == []
+    assert messages(version, *legacy, "--decoupled-lr", "0.001", "--rotary-interleaved",
+                    "--no-rope-fusion", plugin="model") == [
+        f"--decoupled-lr is not supported in legacy models (Megatron {line})",
+        f"--rotary-interleaved is not supported in legacy models (Megatron {line})"]
+    assert messages(version, "--decoupled-lr", "0.001", "--rotary-interleaved",
+                    "--no-rope-fusion", plugin="model") == []

@@ -9,7 +9,7 @@ from .types import AttnBackend
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Callable
+    from typing import Any, Callable
 
 QK_CLIP_MIN_TE = "2.9.0"
 
@@ -110,7 +110,35 @@ def check_wide_residual_without_yaml(config: Draft) -> None:
                      hint="configure wide residuals in the YAML file instead")
 
 
+#: What legacy models (``--use-legacy-models``, Megatron up to 0.17) do not support: the
+#: setting, the value that is refused (a predicate), and what the release says.
+_NOT_IN_LEGACY_MODELS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
+    ("ckpt_format", lambda v: v != "torch", "legacy models support only --ckpt-format torch"),
+    ("overlap_param_gather", bool, "--overlap-param-gather is supported only with MCore models"),
+    ("decoupled_lr", lambda v: v is not None,
+     "--decoupled-lr is not supported in legacy models"),
+    ("decoupled_min_lr", lambda v: v is not None,
+     "--decoupled-min-lr is not supported in legacy models"),
+    ("rotary_interleaved", bool, "--rotary-interleaved is not supported in legacy models"),
+    ("context_parallel_size", lambda v: v > 1,
+     "context parallelism is not supported in legacy models"),
+    ("mtp_num_layers", bool, "legacy models do not support multi-token prediction"),
+)
+
+
+def check_legacy_models(config: Draft) -> None:
+    """Legacy models (a flag of Megatron up to 0.17) lack the newer features."""
+    if not config.get("use_legacy_models"):
+        return
+    line = config.env.release_line("megatron_core")
+    for name, refused, message in _NOT_IN_LEGACY_MODELS:
+        if name in config and refused(config[name]):
+            config.error(f"{message} (Megatron {line})", flags=(name, "use_legacy_models"),
+                         hint=f"drop --use-legacy-models, or change {config.spelling(name)}")
+
+
 VALIDATE: tuple[Callable[[Draft], None], ...] = (
+    check_legacy_models,
     check_required_shape,
     check_positions_cover_sequence,
     check_fp32_residual_needs_half_precision,

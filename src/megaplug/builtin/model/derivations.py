@@ -131,9 +131,20 @@ def derive_rotary(config: Draft) -> None:
         config.set("position_embedding_type", "rope",
                    reason="--use-rotary-position-embeddings is the old spelling",
                    inputs=("use_rotary_position_embeddings",))
+    if config.env.line_before("megatron_core", "0.14"):
+        check_early_interleaved_rotary(config)
     if config.position_embedding_type != "rope":
         _set_foreign(config, "apply_rope_fusion", False, "no rotary position embeddings",
                      ("position_embedding_type",))
+
+
+def check_early_interleaved_rotary(config: Draft) -> None:
+    """Megatron 0.13 refuses interleaved rotary embeddings with RoPE fusion -- asked before
+    fusion is turned off for other position embeddings, so whatever the embedding."""
+    if config.rotary_interleaved and config.get("apply_rope_fusion"):
+        config.error("--rotary-interleaved does not work with RoPE fusion in Megatron 0.13",
+                     flags=("rotary_interleaved", "apply_rope_fusion"),
+                     hint="add --no-rope-fusion")
 
 
 def derive_softmax_precision(config: Draft) -> None:
