@@ -11,24 +11,30 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from corpus import GIB, points, resolved, tolerance  # noqa: E402
+from corpus import GIB, device_memory, points, resolved, tolerance  # noqa: E402
 from measure_batches import unseen_names  # noqa: E402
 
-from megaplug_memory.estimator import estimate  # noqa: E402
+from megaplug_memory.estimator import estimate, usable  # noqa: E402
+
+
+def _device(point: dict) -> str:
+    return "H100" if "H100" in point["device"] else "H200"
 
 
 def main() -> None:
     unseen = unseen_names()
-    print("| point | rank | measured GiB | megaplug GiB | error | Megatron GiB | error |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    counts = {"ours": 0, "megatron": 0, "n": 0}
+    print("| point | GPU | rank | measured GiB | megaplug GiB | error | Megatron GiB | error |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    counts = {"ours": 0, "megatron": 0, "n": 0, "oom": 0, "refused": 0}
     for point in points():
         ours = estimate(resolved(point), rank=point["rank"])[0].peak
         megatron = point["megatron_estimate_bytes"]
         name = point["name"] + (" (unseen)" if point["name"] in unseen else "")
+        lead = f"| {name} | {_device(point)} | {point['rank']}"
         if point["outcome"] == "oom":
-            print(f"| {name} | {point['rank']} | out of memory | {ours / GIB:.1f} | - | "
-                  f"{megatron / GIB:.1f} | - |")
+            counts["oom"] += 1
+            counts["refused"] += ours > usable(device_memory(point))
+            print(f"{lead} | out of memory | {ours / GIB:.1f} | - | {megatron / GIB:.1f} | - |")
             continue
         if point["outcome"] != "ok":
             continue
@@ -36,11 +42,12 @@ def main() -> None:
         counts["n"] += 1
         counts["ours"] += abs(ours - measured) <= tolerance(measured)
         counts["megatron"] += abs(megatron - measured) <= tolerance(measured)
-        print(f"| {name} | {point['rank']} | {measured / GIB:.1f} | {ours / GIB:.1f} | "
+        print(f"{lead} | {measured / GIB:.1f} | {ours / GIB:.1f} | "
               f"{100 * (ours - measured) / measured:+.0f}% | {megatron / GIB:.1f} | "
               f"{100 * (megatron - measured) / measured:+.0f}% |")
     print(f"\nwithin 10% or 2 GiB: megaplug {counts['ours']} of {counts['n']}, "
-          f"Megatron {counts['megatron']} of {counts['n']}")
+          f"Megatron {counts['megatron']} of {counts['n']}; out of memory refused: "
+          f"{counts['refused']} of {counts['oom']}")
 
 
 if __name__ == "__main__":

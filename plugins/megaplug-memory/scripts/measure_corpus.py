@@ -193,6 +193,25 @@ BATCHES["D"] = [c for c in BATCHES["B"] + BATCHES["A"] if c["name"] in (
            extra=DO + A2A + FULL + EP4),
 ]
 
+# Batch E, for an 80 GB H100 (measured after the estimator was last changed: unseen): the
+# same models around that device's limit -- two predicted over it, the rest 35-72 GiB --, a
+# full-recompute MoE job whose largest parameter buffer is most of its memory (the shape of
+# mixtral-l16-ep2's stand-in failure, scaled to the H100), and shapes the corpus lacked
+# (PP 2 without virtual stages, 64 experts at 4k, dense full recompute at DP 8).
+BATCHES["E"] = [
+    config("mixtral-l9-ep2-s4k-m2-full", "mixtral", 9, 8, 0, 4096, 2,
+           extra=DO + A2A + FULL + EP2),
+    config("llama8b-l8-dp8-s4k-m3", "llama8b", 8, 8, 0, 4096, 3, extra=DO),
+    config("llama8b-l8-dp8-s4k-m4", "llama8b", 8, 8, 0, 4096, 4, extra=DO),
+    config("gpt2k-l18-dp8-s2k-m8", "gpt2k", 18, 8, 0, 2048, 8),
+    config("mixtral-l8-ep8-s4k-m2-a2a", "mixtral", 8, 8, 0, 4096, 2, extra=DO + A2A + EP8),
+    config("llama8b-l16-pp2-s4k-m1-first", "llama8b", 16, 8, 0, 4096, 1, 4, pp=2, extra=DO),
+    config("dsmoe-l8-ep8-s4k-m2-a2a", "dsmoe", 8, 8, 0, 4096, 2, extra=DO + A2A + EP8),
+    config("llama8b-l16-dp8-s4k-m2-full", "llama8b", 16, 8, 0, 4096, 2, extra=DO + FULL),
+    config("llama8b-l16-tp2-s4k-m2-selective", "llama8b", 16, 8, 0, 4096, 2, tp=2,
+           extra=DO + SEL),
+]
+
 
 # --- the child: one configuration in this process -------------------------------------------
 
@@ -258,6 +277,9 @@ def child(megatron: str, result_path: str, argv: list[str]) -> None:
         record["max_allocated"] = torch.cuda.max_memory_allocated()
         record["max_reserved"] = torch.cuda.max_memory_reserved()
         record["allocated_at_end"] = torch.cuda.memory_allocated()
+        properties = torch.cuda.get_device_properties(0)
+        record["device"] = properties.name
+        record["device_total_bytes"] = properties.total_memory
         try:
             from megatron.training import get_args
             from megatron.training.theoretical_memory_usage import report_theoretical_memory

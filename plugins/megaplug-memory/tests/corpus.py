@@ -21,6 +21,11 @@ def points() -> list[dict]:
         return json.load(handle)["points"]
 
 
+def device_memory(point: dict) -> int:
+    """The memory torch reported for the GPU the point ran on (its out-of-memory limit)."""
+    return point["device_memory_bytes"]
+
+
 def resolved(point: dict) -> dict:
     """The point's command line resolved by megaplug, as `megaplug resolve` would for its rank."""
     return _resolved(tuple(point["argv"]), point["world_size"], point["rank"])

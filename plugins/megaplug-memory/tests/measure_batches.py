@@ -16,4 +16,8 @@ def batches() -> dict:
 
 
 def unseen_names() -> set[str]:
-    return {config["name"] for config in batches()["C"]}
+    """Points measured after the constants were fitted (batches C-E), but re-measurements
+    of a fitted point (batch D repeats one of batch A)."""
+    every = batches()
+    fitted = {config["name"] for config in every["A"]}
+    return {config["name"] for batch in "CDE" for config in every[batch]} - fitted

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from corpus import GIB, points, resolved, tolerance
+from corpus import GIB, device_memory, points, resolved, tolerance
 from megaplug_memory.estimator import Job, estimate, usable
-
-#: torch's total for the H200 the corpus ran on (what an OutOfMemoryError reports)
-H200 = int(139.80 * GIB)
 
 #: Out-of-memory points the estimator does not refuse, each with why. Holding the set exactly
 #: makes this test fail when a change fixes one (remove it) or loses another.
 KNOWN_MISSES = {
-    # died in the first backward asking for 21 GiB with 105 GiB allocated and 15.7 GiB
-    # reserved but unallocated; predicted 115 GiB -- an MoE + full-recompute transient
-    # (or fragmentation) the model does not have
+    # batch C's stand-in all-gather (repeat(), since made in place) asked for a second copy
+    # of the 21 GiB expert parameter buffer after the first step: the measuring script's
+    # memory, not Megatron's. Its H100-sized twin mixtral-l9-ep2-s4k-m2-full (batch E,
+    # in-place stand-in) trained at 69.2 GiB against 71.1 predicted.
     "mixtral-l16-ep2-s4k-m2-full",
 }
 
@@ -36,12 +34,12 @@ def test_at_least_90_percent_of_measured_peaks_within_10_percent_or_2_gib():
     assert len(within) / len(trained) >= 0.90, sorted(set(p["name"] for p in trained) - set(within))
 
 
-def test_unseen_batch_is_as_accurate():
-    """Batch C was measured after the constants were fitted on batches A and B."""
+def test_unseen_batches_are_as_accurate():
+    """Batches C-E were measured after the constants were fitted on batches A and B."""
     from measure_batches import unseen_names
 
     unseen = [p for p in _trained() if p["name"] in unseen_names()]
-    assert len(unseen) >= 6
+    assert len(unseen) >= 13
     for point in unseen:
         assert abs(_peak(point) - point["peak_allocated_bytes"]) <= tolerance(
             point["peak_allocated_bytes"]), point["name"]
@@ -49,15 +47,23 @@ def test_unseen_batch_is_as_accurate():
 
 def test_out_of_memory_points_are_refused_but_the_known_misses():
     ran_out = [p for p in points() if p["outcome"] == "oom"]
-    assert len(ran_out) >= 6
-    not_refused = {p["name"] for p in ran_out if _peak(p) <= usable(H200)}
+    assert len(ran_out) >= 8
+    not_refused = {p["name"] for p in ran_out if _peak(p) <= usable(device_memory(p))}
     assert not_refused == KNOWN_MISSES
 
 
 def test_no_refusal_of_a_point_that_used_under_90_percent_of_the_device():
     for point in _trained():
-        if point["peak_allocated_bytes"] < 0.9 * H200:
-            assert _peak(point) <= usable(H200), point["name"]
+        if point["peak_allocated_bytes"] < 0.9 * device_memory(point):
+            assert _peak(point) <= usable(device_memory(point)), point["name"]
+
+
+def test_the_corpus_spans_two_devices():
+    """The H100's points judge the same estimator against another device's limit."""
+    sizes = {p["device"]: device_memory(p) for p in points()}
+    assert sizes == {"NVIDIA H200": int(139.80 * GIB), "NVIDIA H100 80GB HBM3": 85017493504}
+    h100 = [p for p in points() if p["device"].startswith("NVIDIA H100")]
+    assert {p["outcome"] for p in h100} == {"ok", "oom"}
 
 
 @pytest.mark.parametrize("point", _trained(), ids=lambda p: p["name"])
