@@ -468,3 +468,66 @@ def test_legacy_models_limits_up_to_0_17(version, line):
         f"--rotary-interleaved is not supported in legacy models (Megatron {line})"]
     assert messages(version, "--decoupled-lr", "0.001", "--rotary-interleaved",
                     "--no-rope-fusion", plugin="model") == []
+
+
+# -- training: batch divisibility is validate_args' from 0.18 on ---------------------------
+
+@pytest.mark.parametrize("version,checked", [("0.13.1", False), ("0.17.1", False),
+                                             ("0.18.2", True), ("main", True)])
+def test_batch_divisibility_checked_from_0_18(version, checked):
+    found = messages(version, "--global-batch-size", "3", "--micro-batch-size", "2",
+                     plugin="training")
+    assert bool(found) is checked
+    if checked:
+        assert found[0].startswith("--global-batch-size 3 must be divisible by "
+                                   "--micro-batch-size 2")
+
+
+# -- parallel: Megatron 0.13's encoder stages ----------------------------------------------
+
+def world(size: int) -> dict[str, str]:
+    return {"WORLD_SIZE": str(size), "CUDA_DEVICE_MAX_CONNECTIONS": "1"}
+
+
+def parallel_resolve(version: str, size: int, *flags: str):
+    return resolve(*NO_PREFLIGHT, "--num-layers", "12", *flags,
+                   target=target(version, world(size)), environ=world(size))
+
+
+def parallel_messages(version: str, size: int, *flags: str) -> list[str]:
+    return [p.message for p in problems(*NO_PREFLIGHT, "--num-layers", "12", *flags,
+                                        target=target(version, world(size)),
+                                        environ=world(size)) if p.plugin == "parallel"]
+
+
+def test_encoder_stages_add_to_the_model_parallel_group_in_0_13():
+    config = parallel_resolve("0.13.1", 12, "--encoder-pipeline-model-parallel-size", "1",
+                              "--tensor-model-parallel-size", "2")
+    assert config.encoder_tensor_model_parallel_size == 2  # the decoder's, for its stages
+    assert config.data_parallel_size == 3  # 12 // (2 x 1 + 2 x 1)
+    assert parallel_messages("0.13.1", 8, "--encoder-pipeline-model-parallel-size", "2",
+                             "--tensor-model-parallel-size", "2") == [
+        "world size 8 is not divisible by the model-parallel size 6 (the encoder's stages and "
+        "the decoder's: TP x PP x CP of each, added)"]
+    assert parallel_resolve("0.14.0", 12, "--tensor-model-parallel-size", "2") \
+        .data_parallel_size == 6
+
+
+def test_encoder_tensor_parallelism_limits_in_0_13():
+    assert parallel_messages("0.13.1", 12, "--encoder-tensor-model-parallel-size", "4",
+                             "--tensor-model-parallel-size", "2",
+                             "--encoder-pipeline-model-parallel-size", "1") == [
+        "--encoder-tensor-model-parallel-size 4 exceeds --tensor-model-parallel-size 2: "
+        "encoders with more tensor parallelism than the decoder are not supported"]
+
+
+def test_pipeline_split_rank_gives_the_encoder_its_stages_in_0_13():
+    config = parallel_resolve("0.13.1", 8, "--pipeline-model-parallel-size", "4",
+                              "--pipeline-model-parallel-split-rank", "1")
+    assert (config.encoder_pipeline_model_parallel_size, config.pipeline_model_parallel_size,
+            config.transformer_pipeline_model_parallel_size, config.data_parallel_size) == (
+        1, 3, 4, 2)
+    assert parallel_messages("0.13.1", 8, "--pipeline-model-parallel-size", "2",
+                             "--pipeline-model-parallel-split-rank", "2")[0] == (
+        "--pipeline-model-parallel-split-rank 2 leaves the decoder no pipeline stage of "
+        "--pipeline-model-parallel-size 2")

@@ -35,15 +35,80 @@ def derive_parallel_sizes(config: Draft) -> None:
     """Set the transformer pipeline size and the data-parallel size.
 
     Every rank outside one model-parallel group is a data-parallel rank here; a feature
-    that groups data-parallel ranks further refines the size after this plugin.
+    that groups data-parallel ranks further refines the size after this plugin. Megatron
+    0.13's encoder stages (:func:`encoder_model_size`) add to the group.
     """
     config.set("transformer_pipeline_model_parallel_size", config.pipeline_model_parallel_size,
                inputs=("pipeline_model_parallel_size",))
+    encoder = _derive_encoder_sizes(config) if ENCODER_SIZES in config else 0
     if not sizes_are_usable(config):
         return
-    config.set("data_parallel_size", config.world_size // total_model_size(config),
-               inputs=("world_size", *SIZE_FLAGS),
-               reason="world size divided by the ranks of one model-parallel group")
+    total = total_model_size(config) + encoder
+    if encoder:
+        _check_world_holds_encoder(config, total)
+    if total:
+        config.set("data_parallel_size", config.world_size // total,
+                   inputs=("world_size", *SIZE_FLAGS, *(ENCODER_FLAGS if encoder else ())),
+                   reason="world size divided by the ranks of one model-parallel group")
+    if config.get("pipeline_model_parallel_split_rank") is not None:
+        _split_pipeline_at_rank(config)
+
+
+#: Megatron 0.13's own sizes of an encoder's stages (the last release to have them).
+ENCODER_SIZES = "encoder_tensor_model_parallel_size"
+ENCODER_FLAGS = (ENCODER_SIZES, "encoder_pipeline_model_parallel_size")
+
+
+def _derive_encoder_sizes(config: Draft) -> int:
+    """Megatron 0.13: an encoder with stages of its own (``--encoder-pipeline-model-parallel
+    -size``) takes the decoder's tensor-parallel size unless given one, which must divide
+    the heads and not exceed the decoder's. Returns the ranks its stages add to one
+    model-parallel group (TP x PP x CP of the encoder)."""
+    tp, heads = config.tensor_model_parallel_size, config.get("num_attention_heads")
+    encoder_tp = config[ENCODER_SIZES]
+    encoder_pp = config.get("encoder_pipeline_model_parallel_size", 0)
+    if encoder_tp > 0:
+        if heads and encoder_tp and heads % encoder_tp:
+            config.error(f"--num-attention-heads {heads} is not divisible by "
+                         f"--encoder-tensor-model-parallel-size {encoder_tp}",
+                         flags=("num_attention_heads", ENCODER_SIZES),
+                         hint="choose an encoder tensor-parallel size that divides the heads")
+        if encoder_tp > tp:
+            config.error(f"--encoder-tensor-model-parallel-size {encoder_tp} exceeds "
+                         f"--tensor-model-parallel-size {tp}: encoders with more tensor "
+                         "parallelism than the decoder are not supported",
+                         flags=(ENCODER_SIZES, "tensor_model_parallel_size"),
+                         hint=f"use an encoder tensor-parallel size of at most {tp}")
+    elif encoder_pp > 0:
+        encoder_tp = tp
+        config.set(ENCODER_SIZES, tp, reason="the encoder's stages take the decoder's "
+                   "tensor parallelism", inputs=("encoder_pipeline_model_parallel_size",
+                                                 "tensor_model_parallel_size"))
+    return int(encoder_tp * encoder_pp * config.context_parallel_size)
+
+
+def _check_world_holds_encoder(config: Draft, total: int) -> None:
+    """Megatron 0.13: the world holds whole groups of the encoder's and decoder's ranks."""
+    if config.world_size % total:
+        config.error(f"world size {config.world_size} is not divisible by the model-parallel "
+                     f"size {total} (the encoder's stages and the decoder's: TP x PP x CP of "
+                     "each, added)", flags=("WORLD_SIZE", *SIZE_FLAGS, *ENCODER_FLAGS),
+                     hint=f"launch a multiple of {total} processes")
+
+
+def _split_pipeline_at_rank(config: Draft) -> None:
+    """Megatron 0.13's ``--pipeline-model-parallel-split-rank``: the first stages are the
+    encoder's, the rest the decoder's (after the data-parallel size was computed)."""
+    split, pp = config.pipeline_model_parallel_split_rank, config.pipeline_model_parallel_size
+    inputs = ("pipeline_model_parallel_split_rank", "pipeline_model_parallel_size")
+    config.set("encoder_pipeline_model_parallel_size", split,
+               reason="the stages before the split rank are the encoder's", inputs=inputs)
+    config.set("pipeline_model_parallel_size", pp - split,
+               reason="the stages from the split rank on are the decoder's", inputs=inputs)
+    if pp - split <= 0:
+        config.error(f"--pipeline-model-parallel-split-rank {split} leaves the decoder no "
+                     f"pipeline stage of --pipeline-model-parallel-size {pp}",
+                     flags=inputs, hint=f"use a split rank below {pp}")
 
 
 def check_process_identity(config: Draft) -> None:
@@ -85,8 +150,9 @@ def check_positive_sizes(config: Draft) -> None:
 
 
 def check_world_size_divisible(config: Draft) -> None:
-    """The world must hold a whole number of model-parallel groups."""
-    if not sizes_are_usable(config):
+    """The world must hold a whole number of model-parallel groups (Megatron 0.13's encoder
+    stages, or a pipeline split: checked where the sizes are derived)."""
+    if not sizes_are_usable(config) or _has_encoder_stages(config):
         return
     world, total = config.world_size, total_model_size(config)
     if world % total == 0:
@@ -98,6 +164,12 @@ def check_world_size_divisible(config: Draft) -> None:
         flags=("WORLD_SIZE", *SIZE_FLAGS),
         hint=f"launch a multiple of {total} processes, or choose sizes whose product divides "
              f"{world}: {spoken(divisors(world))}")
+
+
+def _has_encoder_stages(config: Draft) -> bool:
+    return ENCODER_SIZES in config and (
+        config.get("encoder_pipeline_model_parallel_size", 0) > 0
+        or config.get("pipeline_model_parallel_split_rank") is not None)
 
 
 def check_hierarchical_context_parallel(config: Draft) -> None:
