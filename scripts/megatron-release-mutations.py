@@ -41,7 +41,9 @@ def configurations(path: Path) -> list[dict[str, Any]]:
     base = data["base"]
     found = []
     for name, case in data["cases"].items():
-        found.append({"name": name, "argv": [*base["argv"], *case["argv"]],
+        drop = set(case.get("drop", ()))  # switches of the base this case leaves out
+        argv = [token for token in base["argv"] if token not in drop]
+        found.append({"name": name, "argv": [*argv, *case["argv"]],
                       "env": {**base["env"], **case.get("env", {})},
                       "assume": case.get("assume", base["assume"]), "expect": "ok",
                       "args_defaults": case.get("args_defaults", {}),

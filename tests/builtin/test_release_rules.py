@@ -531,3 +531,13 @@ def test_pipeline_split_rank_gives_the_encoder_its_stages_in_0_13():
                              "--pipeline-model-parallel-split-rank", "2")[0] == (
         "--pipeline-model-parallel-split-rank 2 leaves the decoder no pipeline stage of "
         "--pipeline-model-parallel-size 2")
+
+
+# -- data: FIM refuses the legacy tokenizer in 0.16 ----------------------------------------
+
+def test_fim_refuses_the_legacy_tokenizer_in_0_16_only():
+    flags = ("--fim-data", "--data-path", "/data/x")
+    assert messages("0.16.1", *flags, "--legacy-tokenizer", plugin="data") == [
+        "--fim-data is not supported with legacy tokenizers (--legacy-tokenizer)"]
+    assert messages("0.16.1", *flags, plugin="data") == []
+    assert messages("0.17.1", *flags, plugin="data") == []

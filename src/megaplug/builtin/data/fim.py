@@ -14,12 +14,17 @@ _FIM_TOKENS = ("fim_prefix_token", "fim_middle_token", "fim_suffix_token", "fim_
 
 
 def check_fim(config: Draft) -> None:
-    """FIM needs real data, non-zero rates and all five of its special tokens."""
+    """FIM needs real data, non-zero rates and all five of its special tokens (and, in
+    Megatron 0.16, no legacy tokenizer). FIM's flags exist from 0.16 on: older lines leave
+    ``fim_data`` off."""
     if not config.fim_data:
         return
     if config.mock_data:
         config.error("--fim-data has no mock dataset; --mock-data cannot be used with it",
                      flags=("fim_data", "mock_data"), hint="give a dataset with --data-path")
+    if config.get("legacy_tokenizer"):  # a flag of Megatron 0.16 alone, among FIM's lines
+        config.error("--fim-data is not supported with legacy tokenizers (--legacy-tokenizer)",
+                     flags=("fim_data", "legacy_tokenizer"), hint="drop --legacy-tokenizer")
     for dest in ("fim_rate", "fim_spm_rate"):
         if not config[dest]:
             config.error(f"--fim-data needs a non-zero {config.spelling(dest)}, got "
