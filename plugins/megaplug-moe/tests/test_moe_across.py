@@ -49,6 +49,27 @@ def test_graphed_router_with_delayed_weight_gradients():
     assert _moe_problems([*argv, "--moe-shared-expert-overlap"], te="2.11.0") == []
 
 
+@pytest.mark.parametrize("line, expected", [
+    ("0.16.0", []),      # Megatron checks graphs keeping a delayed weight gradient from 0.17
+    ("0.17.0", ["CUDA graphs with --delay-wgrad-compute requires transformer_engine >= 2.12.0, "
+                "found 2.11.0"]),
+])
+def test_a_graphed_router_is_checked_on_the_releases_that_check_graphed_attention(line, expected):
+    environ = {"WORLD_SIZE": "8", "RANK": "0", "CUDA_DEVICE_MAX_CONNECTIONS": "1"}
+    target = megaplug.TargetEnvironment(packages={"transformer_engine": "2.11.0",
+                                                  "megatron_core": line},
+                                        device_capability=(9, 0), environ=environ)
+    argv = ["-p", "no:preflight", *DENSE_GPT, *MOE, "--delay-wgrad-compute", "--cuda-graph-impl",
+            "transformer_engine", "--cuda-graph-scope", "moe_router",
+            "--moe-shared-expert-intermediate-size", "64"]
+    try:
+        megaplug.resolve(argv, environ=environ, target=target)
+        found = []
+    except megaplug.ConfigError as error:
+        found = [p.message for p in error.problems if "delay-wgrad" in p.message]
+    assert found == expected
+
+
 def test_expert_parallel_overlap_turns_the_connection_requirement_into_advice():
     tp = ["--tensor-model-parallel-size", "2", "--sequence-parallel"]
     environ = {"WORLD_SIZE": "8", "RANK": "0", "CUDA_DEVICE_MAX_CONNECTIONS": "32"}

@@ -184,9 +184,12 @@ def require_graphed_delayed_wgrad(config: Draft) -> None:
     """What a CUDA graph that keeps a delayed weight gradient inside it needs: Transformer
     Engine 2.12 and gradient accumulation fusion (Megatron's ``wgrad_in_graph_scope``).
 
-    The one owner of that check. Graphed attention asks it here; a feature whose graphed
-    module keeps the weight gradient too (MoE's router beside shared experts that do not
-    overlap) asks it from its own rule, since only that feature's settings say when."""
+    The one owner of that check, and of the releases that make it (0.17 and later).
+    Graphed attention asks it here; a feature whose graphed module keeps the weight
+    gradient too (MoE's router beside shared experts that do not overlap) asks it from its
+    own rule, since only that feature's settings say when."""
+    if config.env.line_before("megatron_core", "0.17"):
+        return
     flags = ("delay_wgrad_compute", "cuda_graph_modules")
     problem = config.env.requirement_problem("transformer_engine", "2.12.0")
     if problem:
