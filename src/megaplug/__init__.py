@@ -11,7 +11,7 @@ every training rank pays only for what it touches.
 
 from __future__ import annotations
 
-from ._startup import lazy_exports
+from . import _startup
 from ._version import __version__
 
 TYPE_CHECKING = False  # megaplug's convention, described in megaplug._startup
@@ -46,7 +46,7 @@ __all__ = [
 
 
 # each name imported when first read, then kept here (megaplug._startup, item 1)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+__getattr__, __dir__ = _startup.lazy_exports(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only

@@ -25,7 +25,7 @@ from ._facade import (
     validate_args,
 )
 from .._errors import Problem
-from .._startup import lazy_exports
+from .. import _startup
 
 #: Exports imported when first used: a resolve needs neither the switch (and its
 #: ``runpy``), the ``type=`` helpers Megatron's own parser code calls, nor Megatron's
@@ -49,7 +49,8 @@ def _group_adder(name: str) -> object:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals(), fallback=_group_adder)
+__getattr__, __dir__ = _startup.lazy_exports(__name__, _LAZY, globals(),
+                                            fallback=_group_adder)
 
 __all__ = [
     "ConfigError",
