@@ -215,25 +215,28 @@ BATCHES["E"] = [
 
 # --- the child: one configuration in this process -------------------------------------------
 
+def tile(out, inp) -> None:
+    """Fill ``out`` with copies of ``inp`` end to end, in place (the last copy cut short).
+
+    Chunk by chunk: a collective writes into its output and allocates nothing, and neither
+    may its stand-in. (Batches A-C built the tiled copy with repeat(), a temporary as large
+    as the output: the distributed optimizer's parameter all-gather after each step then
+    asked for a second copy of the largest parameter buffer -- 21 GiB for
+    mixtral-l16-ep2-s4k-m2-full, which ran out of memory on it.)
+    """
+    flat_out, flat_in = out.view(-1), inp.reshape(-1)
+    size, chunk = flat_out.numel(), flat_in.numel()
+    if chunk == 0 or size == 0:
+        return
+    for start in range(0, size, chunk):
+        stop = min(start + chunk, size)
+        flat_out[start:stop].copy_(flat_in[: stop - start])
+
+
 def _symmetric_collectives() -> None:
     """Fill the fake process group's collective outputs with this rank's input (see above)."""
     import torch
     import torch.distributed as dist
-
-    def tile(out, inp):
-        # Chunk by chunk, in place: a collective writes into its output and allocates nothing,
-        # and neither may this stand-in. (Batches A-C built the tiled copy with repeat(), a
-        # temporary as large as the output: the distributed optimizer's parameter all-gather
-        # after each step then asked for a second copy of the largest parameter buffer --
-        # 21 GiB for mixtral-l16-ep2-s4k-m2-full, which ran out of memory on it. Batch D
-        # re-measured the points that temporary could have touched.)
-        flat_out, flat_in = out.view(-1), inp.reshape(-1)
-        size, chunk = flat_out.numel(), flat_in.numel()
-        if chunk == 0 or size == 0:
-            return
-        for start in range(0, size, chunk):
-            stop = min(start + chunk, size)
-            flat_out[start:stop].copy_(flat_in[: stop - start])
 
     original_gather, original_a2a = dist.all_gather_into_tensor, dist.all_to_all_single
     original_gather_base = getattr(dist, "_all_gather_base", None)

@@ -8,11 +8,16 @@ from pathlib import Path
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "measure_corpus.py"
 
 
-def batches() -> dict:
+def script():
+    """The measuring script as a module (it imports torch only inside its functions)."""
     spec = importlib.util.spec_from_file_location("measure_corpus", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.BATCHES
+    return module
+
+
+def batches() -> dict:
+    return script().BATCHES
 
 
 def unseen_names() -> set[str]:
