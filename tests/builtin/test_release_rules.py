@@ -541,3 +541,47 @@ def test_fim_refuses_the_legacy_tokenizer_in_0_16_only():
         "--fim-data is not supported with legacy tokenizers (--legacy-tokenizer)"]
     assert messages("0.16.1", *flags, plugin="data") == []
     assert messages("0.17.1", *flags, plugin="data") == []
+
+
+# -- parallel: a single virtual stage stays 1 in 0.13 --------------------------------------
+
+@pytest.mark.parametrize("version,kept", [("0.13.1", 1), ("0.14.0", None), ("main", None)])
+def test_single_virtual_stage_is_none_from_0_14(version, kept):
+    config = parallel_resolve(version, 8, "--pipeline-model-parallel-size", "2",
+                              "--num-virtual-stages-per-pipeline-rank", "1")
+    assert config.virtual_pipeline_model_parallel_size == kept
+    assert config.overlap_p2p_comm is (kept is not None)  # the interleaved schedule's
+    assert parallel_resolve(version, 8, "--pipeline-model-parallel-size", "2") \
+        .virtual_pipeline_model_parallel_size is None
+
+
+# -- logging, precision, data: rules of some lines ----------------------------------------
+
+@pytest.mark.parametrize("version", ["0.16.1", "0.19.0", "main"])
+def test_memory_log_interval_a_multiple_of_the_log_interval(version):
+    assert messages(version, "--log-memory-interval", "3", "--log-interval", "2",
+                    plugin="logging") == [
+        "--log-memory-interval 3 must be a multiple of --log-interval 2"]
+    assert messages(version, "--log-memory-interval", "4", "--log-interval", "2",
+                    plugin="logging") == []
+
+
+@pytest.mark.parametrize("version,checked", [("0.16.1", False), ("0.17.1", True),
+                                             ("main", True)])
+def test_mxfp8_inference_layers_need_flashinfer_from_0_17(version, checked):
+    found = messages(version, "--fp8-format", "e4m3", "--fp8-recipe", "mxfp8",
+                     "--transformer-impl", "inference_optimized", plugin="precision",
+                     transformer_engine="2.17.1", flashinfer=None)
+    assert found == ([
+        "--fp8-recipe mxfp8 with --transformer-impl inference_optimized requires flashinfer "
+        ">= 0.6.4, not installed"] if checked else [])
+
+
+@pytest.mark.parametrize("version,refused", [("0.16.1", True), ("0.17.1", True),
+                                             ("0.18.2", False)])
+def test_phases_refuse_rampup_in_0_16_and_0_17(version, refused):
+    found = messages(version, "--phase-transition-iterations", "2,5", "--rampup-batch-size",
+                     "4", "4", "100", "--train-samples", "1000", plugin="data")
+    line = version.rsplit(".", 1)[0]
+    assert found == ([f"multi-phase training (--phase-transition-iterations) does not "
+                      f"support --rampup-batch-size in Megatron {line}"] if refused else [])

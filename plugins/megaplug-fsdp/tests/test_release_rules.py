@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from megaplug import TargetEnvironment
-from megaplug.testing import resolve
+from megaplug.testing import problems, resolve
 
 
 def resolved(version: str, *flags: str):
@@ -16,9 +16,41 @@ def resolved(version: str, *flags: str):
 
 def test_use_custom_fsdp_is_a_flag_setting_in_0_13():
     assert resolved("0.13.1").use_custom_fsdp is False
-    assert resolved("0.13.1", "--use-custom-fsdp").use_custom_fsdp is True
+    assert resolved("0.13.1", "--use-custom-fsdp", "--use-distributed-optimizer") \
+        .use_custom_fsdp is True
 
 
 @pytest.mark.parametrize("version", ["0.14.0", "0.19.0", "main"])
 def test_use_custom_fsdp_only_with_megatron_fsdp_from_0_14(version):
     assert "use_custom_fsdp" not in resolved(version)
+
+
+def fsdp_messages(version: str, *flags: str, environ: dict[str, str] | None = None) -> list[str]:
+    target = TargetEnvironment(packages={"megatron_core": version, "multistorageclient": None},
+                               environ=environ or {})
+    return [p.message for p in problems("-p", "no:preflight", *flags, target=target,
+                                        environ=environ or {}) if p.plugin == "fsdp"]
+
+
+def test_custom_fsdp_requirements_in_0_13():
+    assert fsdp_messages("0.13.1", "--use-custom-fsdp") == [
+        "--use-custom-fsdp needs --use-distributed-optimizer in Megatron 0.13"]
+    sharded = ("--use-custom-fsdp", "--use-distributed-optimizer",
+               "--data-parallel-sharding-strategy", "optim_grads_params")
+    assert fsdp_messages("0.13.1", *sharded) == [
+        "--use-custom-fsdp with --data-parallel-sharding-strategy optim_grads_params does not "
+        "support gradient accumulation fusion in Megatron 0.13"]
+    assert fsdp_messages("0.13.1", *sharded, "--no-gradient-accumulation-fusion") == []
+    assert fsdp_messages("0.13.1", *sharded, "--no-gradient-accumulation-fusion",
+                         environ={"CUDA_DEVICE_MAX_CONNECTIONS": "1"}) == [
+        "--use-custom-fsdp needs CUDA_DEVICE_MAX_CONNECTIONS unset or above 1, found 1"]
+
+
+@pytest.mark.parametrize("version,overlapped", [("0.13.1", True), ("0.14.0", False)])
+def test_sharding_strategy_turns_on_overlaps_only_in_0_13(version, overlapped):
+    config = resolved(version, "--data-parallel-sharding-strategy", "optim_grads_params",
+                      "--use-distributed-optimizer")
+    assert (config.overlap_param_gather, config.overlap_grad_reduce) == (overlapped,
+                                                                         overlapped)
+    config = resolved(version, "--data-parallel-sharding-strategy", "optim_grads")
+    assert (config.overlap_param_gather, config.overlap_grad_reduce) == (False, overlapped)

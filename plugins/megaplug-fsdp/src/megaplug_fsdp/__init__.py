@@ -12,8 +12,10 @@ from megaplug import Draft, PluginInfo, Rules
 
 
 def uses_fsdp(config: Draft) -> bool:
-    """Whether either FSDP implementation is on."""
-    return bool(config.use_torch_fsdp2 or config.use_megatron_fsdp)
+    """Whether either FSDP implementation is on (Megatron-FSDP is --use-custom-fsdp in 0.13,
+    the only line where that is a flag: elsewhere the setting is derived, later)."""
+    return bool(config.use_torch_fsdp2 or config.use_megatron_fsdp
+                or config.get("use_custom_fsdp"))
 
 
 def uses_megatron_fsdp(config: Draft) -> bool:

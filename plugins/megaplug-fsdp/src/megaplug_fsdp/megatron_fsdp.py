@@ -106,6 +106,49 @@ def derive_buffers(config: Draft) -> None:
                    reason="the max-pool allocator is a kind of double buffer")
 
 
+def derive_early_sharding(config: Draft) -> None:
+    """Megatron 0.13: the sharding strategy turns on the overlaps it needs, whatever the
+    data-parallel implementation, and ``--use-custom-fsdp`` (Megatron-FSDP's name there)
+    has requirements of its own (:func:`check_custom_fsdp`)."""
+    if not config.env.line_before("megatron_core", "0.14"):
+        return
+    strategy = config.data_parallel_sharding_strategy
+    overlaps = {"optim_grads_params": ("overlap_param_gather", "overlap_grad_reduce"),
+                "optim_grads": ("overlap_grad_reduce",)}.get(strategy, ())
+    for name in overlaps:
+        set_if_declared(config, name, True, inputs=("data_parallel_sharding_strategy",),
+                        reason=f"--data-parallel-sharding-strategy {strategy} overlaps it")
+    if config.get("use_custom_fsdp"):
+        check_custom_fsdp(config)
+
+
+def check_custom_fsdp(config: Draft) -> None:
+    """Megatron 0.13's ``--use-custom-fsdp``: the distributed optimizer, no gradient
+    accumulation fusion when gradients are sharded, no weight-hash checks with sharded
+    parameters, several CUDA connections."""
+    strategy = config.data_parallel_sharding_strategy
+    if not config.get("use_distributed_optimizer"):
+        config.error("--use-custom-fsdp needs --use-distributed-optimizer in Megatron 0.13",
+                     flags=("use_custom_fsdp", "use_distributed_optimizer"),
+                     hint="add --use-distributed-optimizer")
+    if strategy in ("optim_grads_params", "optim_grads") \
+            and config.get("gradient_accumulation_fusion"):
+        config.error(f"--use-custom-fsdp with --data-parallel-sharding-strategy {strategy} "
+                     "does not support gradient accumulation fusion in Megatron 0.13",
+                     flags=("use_custom_fsdp", "gradient_accumulation_fusion"),
+                     hint="add --no-gradient-accumulation-fusion")
+    if strategy == "optim_grads_params" \
+            and config.get("check_weight_hash_across_dp_replicas_interval") is not None:
+        config.error("--check-weight-hash-across-dp-replicas-interval is not supported with "
+                     "--use-custom-fsdp sharding parameters (optim_grads_params)",
+                     flags=("check_weight_hash_across_dp_replicas_interval", "use_custom_fsdp"),
+                     hint="drop --check-weight-hash-across-dp-replicas-interval")
+    if single_device_connection(config):
+        config.error("--use-custom-fsdp needs CUDA_DEVICE_MAX_CONNECTIONS unset or above 1, "
+                     "found 1", flags=("use_custom_fsdp", "CUDA_DEVICE_MAX_CONNECTIONS"),
+                     hint="unset CUDA_DEVICE_MAX_CONNECTIONS or set it to 32")
+
+
 def derive_megatron_fsdp(config: Draft) -> None:
     """Check Megatron-FSDP's requirements and derive what it implies, in Megatron's order."""
     if not config.use_megatron_fsdp:
@@ -125,4 +168,5 @@ def derive_megatron_fsdp(config: Draft) -> None:
     derive_buffers(config)
 
 
-DERIVATIONS: tuple[Callable[[Draft], None], ...] = (derive_megatron_fsdp,)
+DERIVATIONS: tuple[Callable[[Draft], None], ...] = (derive_early_sharding,
+                                                    derive_megatron_fsdp)

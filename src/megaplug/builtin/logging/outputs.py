@@ -41,7 +41,18 @@ def warn_unused_settings(config: Draft) -> None:
                     flags=(*asked, "tensorboard_dir"))
 
 
+def check_memory_log_interval(config: Draft) -> None:
+    """Memory is logged on logging iterations only: its interval is a multiple of
+    --log-interval (the flag exists from Megatron 0.16 on)."""
+    every, log_every = config.get("log_memory_interval"), config.log_interval
+    if every is not None and log_every and every % log_every:
+        config.error(f"--log-memory-interval {every} must be a multiple of --log-interval "
+                     f"{log_every}", flags=("log_memory_interval", "log_interval"),
+                     hint=f"use a multiple of {log_every}, such as {log_every * max(1, every // log_every)}")
+
+
 VALIDATE: tuple[Callable[[Draft], None], ...] = (
     check_max_attention_logit,
+    check_memory_log_interval,
     warn_unused_settings,
 )

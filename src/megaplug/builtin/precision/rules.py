@@ -164,8 +164,10 @@ def check_fp4_param_gather_format(config: Draft) -> None:
 
 
 def check_mxfp8_inference(config: Draft) -> None:
-    """MXFP8 in the inference-optimized layers relies on recent FlashInfer kernels."""
-    if config.fp8_recipe != "mxfp8" or config.get("transformer_impl") != "inference_optimized":
+    """MXFP8 in the inference-optimized layers relies on recent FlashInfer kernels (checked
+    from Megatron 0.17 on)."""
+    if config.fp8_recipe != "mxfp8" or config.get("transformer_impl") != "inference_optimized" \
+            or config.env.line_before("megatron_core", "0.17"):
         return
     problem = config.env.requirement_problem("flashinfer", "0.6.4")
     if problem:
