@@ -585,3 +585,22 @@ def test_phases_refuse_rampup_in_0_16_and_0_17(version, refused):
     line = version.rsplit(".", 1)[0]
     assert found == ([f"multi-phase training (--phase-transition-iterations) does not "
                       f"support --rampup-batch-size in Megatron {line}"] if refused else [])
+
+
+# -- checkpointing: conversion and checkpoint-argument checks from 0.18 --------------------
+
+@pytest.mark.parametrize("version,checked", [("0.13.1", False), ("0.17.1", False),
+                                             ("0.18.2", True), ("main", True)])
+def test_conversion_and_checkpoint_args_checked_from_0_18(version, checked):
+    assert bool(messages(version, "--use-checkpoint-args", plugin="checkpointing")) is checked
+    assert bool(messages(version, "--ckpt-convert-format", "torch_dist", "--load", "/l",
+                         plugin="checkpointing")) is checked  # no --ckpt-convert-save
+    config = resolve_at(version, "--ckpt-convert-format", "torch_dist", "--load", "/l",
+                        "--ckpt-convert-save", "/c")
+    assert config.exit_on_missing_checkpoint is checked
+
+
+def test_a_layout_of_one_virtual_stage_is_none_in_0_13():
+    config = parallel_resolve("0.13.1", 8, "--pipeline-model-parallel-size", "2",
+                              "--pipeline-model-parallel-layout", "Et*6|t*6L")
+    assert config.virtual_pipeline_model_parallel_size is None

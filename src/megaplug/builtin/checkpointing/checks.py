@@ -17,8 +17,9 @@ LOCAL_CKPT_PACKAGE = "nvidia_resiliency_ext"
 
 
 def check_conversion_inputs(config: Draft) -> None:
-    """Converting needs both a checkpoint to read and a place to write the result."""
-    if config.ckpt_convert_format is None:
+    """Converting needs both a checkpoint to read and a place to write the result (asked
+    from Megatron 0.18 on; older lines find out when converting)."""
+    if config.ckpt_convert_format is None or config.env.line_before("megatron_core", "0.18"):
         return
     for dest, what in (("ckpt_convert_save", "the directory for the converted checkpoint"),
                        ("load", "the checkpoint to convert")):
@@ -48,8 +49,9 @@ def check_non_persistent_type(config: Draft) -> None:
 
 
 def check_checkpoint_args_source(config: Draft) -> None:
-    """``--use-checkpoint-args`` reads a checkpoint, so one must be named and readable early."""
-    if not config.use_checkpoint_args:
+    """``--use-checkpoint-args`` reads a checkpoint, so one must be named and readable early
+    (asked from Megatron 0.18 on; older lines find out when loading)."""
+    if not config.use_checkpoint_args or config.env.line_before("megatron_core", "0.18"):
         return
     if config.load is None and config.pretrained_checkpoint is None:
         config.error("--use-checkpoint-args needs --load or --pretrained-checkpoint",

@@ -59,7 +59,10 @@ def check_gloo_free_checkpointing(config: Draft) -> None:
 
 
 def derive_exit_on_missing_checkpoint(config: Draft) -> None:
-    """A conversion run has nothing to do without a checkpoint to convert."""
+    """A conversion run has nothing to do without a checkpoint to convert (said from
+    Megatron 0.18 on)."""
+    if config.env.line_before("megatron_core", "0.18"):
+        return
     if config.ckpt_convert_format is not None and not config.exit_on_missing_checkpoint:
         config.set("exit_on_missing_checkpoint", True, reason="converting a checkpoint",
                    inputs=("ckpt_convert_format",))
