@@ -18,7 +18,7 @@ LOCAL_CKPT_PACKAGE = "nvidia_resiliency_ext"
 
 def check_conversion_inputs(config: Draft) -> None:
     """Converting needs both a checkpoint to read and a place to write the result (asked
-    from Megatron 0.18 on; older lines find out when converting)."""
+    validate_args from Megatron 0.18 on; older lines ask in initialize_megatron)."""
     if config.ckpt_convert_format is None or config.env.line_before("megatron_core", "0.18"):
         return
     for dest, what in (("ckpt_convert_save", "the directory for the converted checkpoint"),
@@ -50,7 +50,7 @@ def check_non_persistent_type(config: Draft) -> None:
 
 def check_checkpoint_args_source(config: Draft) -> None:
     """``--use-checkpoint-args`` reads a checkpoint, so one must be named and readable early
-    (asked from Megatron 0.18 on; older lines find out when loading)."""
+    (validate_args asks from Megatron 0.18 on; older lines ask in initialize_megatron)."""
     if not config.use_checkpoint_args or config.env.line_before("megatron_core", "0.18"):
         return
     if config.load is None and config.pretrained_checkpoint is None:
