@@ -17,8 +17,8 @@ LOCAL_CKPT_PACKAGE = "nvidia_resiliency_ext"
 
 
 def check_conversion_inputs(config: Draft) -> None:
-    """Converting needs both a checkpoint to read and a place to write the result (asked
-    validate_args from Megatron 0.18 on; older lines ask in initialize_megatron)."""
+    """Converting needs both a checkpoint to read and a place to write the result
+    (validate_args asks from Megatron 0.18 on; older lines ask in initialize_megatron)."""
     if config.ckpt_convert_format is None or config.env.line_before("megatron_core", "0.18"):
         return
     for dest, what in (("ckpt_convert_save", "the directory for the converted checkpoint"),
