@@ -54,3 +54,16 @@ def test_sharding_strategy_turns_on_overlaps_only_in_0_13(version, overlapped):
                                                                          overlapped)
     config = resolved(version, "--data-parallel-sharding-strategy", "optim_grads")
     assert (config.overlap_param_gather, config.overlap_grad_reduce) == (False, overlapped)
+
+
+@pytest.mark.parametrize("version,bf16", [("0.16.1", False), ("0.17.1", True),
+                                          ("0.18.2", True), ("0.19.0", False)])
+def test_grad_reduce_in_bf16_sets_the_fsdp_comm_dtype_in_0_17_and_0_18(version, bf16):
+    from megaplug import TorchDType
+
+    config = resolved(version, "--grad-reduce-in-bf16")
+    if version == "0.16.1":
+        assert "megatron_fsdp_grad_comm_dtype" not in config  # no such flag yet
+    else:
+        assert config.megatron_fsdp_grad_comm_dtype == (TorchDType("bfloat16") if bf16
+                                                        else None)

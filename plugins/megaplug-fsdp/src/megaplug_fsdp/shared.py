@@ -30,12 +30,18 @@ def to_torch_dtype(value: Any) -> TorchDType | None:
 
 
 def derive_dtypes(config: Draft) -> None:
-    """Replace the dtype names of the Megatron-FSDP dtype flags with torch dtypes."""
+    """Replace the dtype names of the Megatron-FSDP dtype flags with torch dtypes; Megatron
+    0.17 and 0.18 communicate Megatron-FSDP's gradients in bf16 with --grad-reduce-in-bf16."""
     for dest in DTYPE_FLAGS:
         value = config[dest]
         if isinstance(value, str):
             config.set(dest, to_torch_dtype(value), inputs=(dest,),
                        reason="dtype name to torch dtype")
+    if config.env.release_line("megatron_core") in ("0.17", "0.18") \
+            and config.get("grad_reduce_in_bf16"):
+        config.set("megatron_fsdp_grad_comm_dtype", TorchDType("bfloat16"),
+                   inputs=("grad_reduce_in_bf16",),
+                   reason="--grad-reduce-in-bf16 reduces gradients in bf16")
 
 
 def derive_stream_priorities(config: Draft) -> None:
