@@ -7,8 +7,10 @@
 #
 #   MEGATRON_LM=/path/to/Megatron-LM [PYTHON=python3] [ITERS=50] [OUT=DIR] [CKPT_DIR=DIR] \
 #       [RUN_TIMEOUT=SECONDS] [NPROC=1] [LAYOUT="--tensor-model-parallel-size 2"] \
-#       [RESUME_CHECK=1] [ROPE_CHECK=0] bash scripts/gpu-check.sh
+#       [RESUME_CHECK=1] [ROPE_CHECK=0] [CKPT_FORMAT=torch] bash scripts/gpu-check.sh
 #
+# CKPT_FORMAT=torch_dist saves and resumes distributed checkpoints (the path on which
+# megatron-core 0.19 reads --stream-ckpt-dequant while loading).
 # NPROC ranks per run (torchrun --nproc-per-node), LAYOUT extra flags (the parallel layout);
 # RESUME_CHECK=0 leaves out the cross-resumes (scripts/gpu-multi.sh runs one layout each).
 # The switch runs with pre-flight on, its default; both runs' argument tables (Megatron's
@@ -63,7 +65,7 @@ MODEL=(--num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 512
        --transformer-impl local --no-gradient-accumulation-fusion --no-masked-softmax-fusion
        --no-persist-layer-norm
        --log-interval 1 --log-throughput
-       --eval-iters 0 --eval-interval 100000 --seed 1234 --ckpt-format torch
+       --eval-iters 0 --eval-interval 100000 --seed 1234 --ckpt-format "${CKPT_FORMAT:-torch}"
        --save-interval "$ITERS" "${LAYOUT_ARGS[@]}")
 
 train() {  # train NAME SWITCH(megatron|megaplug) EXTRA_ARGS...
