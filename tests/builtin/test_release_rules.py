@@ -591,8 +591,9 @@ def test_phases_refuse_rampup_in_0_16_and_0_17(version, refused):
 
 @pytest.mark.parametrize("version,checked", [("0.13.1", False), ("0.17.1", False),
                                              ("0.18.2", True), ("main", True)])
-def test_conversion_and_checkpoint_args_checked_from_0_18(version, checked):
-    assert bool(messages(version, "--use-checkpoint-args", plugin="checkpointing")) is checked
+def test_conversion_checked_from_0_18(version, checked):
+    assert messages(version, "--use-checkpoint-args", plugin="checkpointing") == [
+        "--use-checkpoint-args needs --load or --pretrained-checkpoint"]  # asked in every line
     assert bool(messages(version, "--ckpt-convert-format", "torch_dist", "--load", "/l",
                          plugin="checkpointing")) is checked  # no --ckpt-convert-save
     config = resolve_at(version, "--ckpt-convert-format", "torch_dist", "--load", "/l",

@@ -50,8 +50,9 @@ def check_non_persistent_type(config: Draft) -> None:
 
 def check_checkpoint_args_source(config: Draft) -> None:
     """``--use-checkpoint-args`` reads a checkpoint, so one must be named and readable early
-    (validate_args asks from Megatron 0.18 on; older lines ask in initialize_megatron)."""
-    if not config.use_checkpoint_args or config.env.line_before("megatron_core", "0.18"):
+    (every line asks before validate_args: ``initialize_megatron`` up to 0.17, then
+    ``parse_and_validate_args``, which loads the checkpoint's arguments)."""
+    if not config.use_checkpoint_args:
         return
     if config.load is None and config.pretrained_checkpoint is None:
         config.error("--use-checkpoint-args needs --load or --pretrained-checkpoint",
