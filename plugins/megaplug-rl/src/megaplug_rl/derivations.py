@@ -56,9 +56,81 @@ def resolve_generation_lag(config: Draft) -> None:
                    inputs=("rl_partial_rollouts",))
 
 
+#: The lines whose RL run resolves parallel generations from --rl-num-parallel-generations,
+#: --rl-num-parallel-generation-batches or the deprecated --rl-parallel-generation-tasks.
+PARALLEL_GENERATION_LINES = ("0.17", "0.18")
+
+
+def resolve_parallel_generations(config: Draft) -> None:
+    """Megatron 0.17 and 0.18: an RL run's parallel generation tasks and generation batch
+    size, and whether generations keep their order (``rl_enforce_generation_order``)."""
+    if not config.perform_rl_step \
+            or config.env.release_line("megatron_core") not in PARALLEL_GENERATION_LINES:
+        config.discard("rl_enforce_generation_order", reason="only 0.17 and 0.18 RL runs")
+        return
+    _take_deprecated_tasks(config)
+    generations = config.rl_num_parallel_generations
+    batches = config.rl_num_parallel_generation_batches
+    if generations is not None and batches is not None:
+        config.error("--rl-num-parallel-generations and --rl-num-parallel-generation-batches "
+                     "cannot be used together",
+                     flags=("rl_num_parallel_generations", "rl_num_parallel_generation_batches"),
+                     hint="keep one of them")
+        return
+    batch = config.rl_generation_batch_size
+    if generations is not None or batches is not None:
+        _needs_partial_rollouts(config, "rl_num_parallel_generations" if batches is None
+                                else "rl_num_parallel_generation_batches")
+    group = config.grpo_group_size
+    if generations is not None:
+        if group and generations % group:
+            config.error(f"--rl-num-parallel-generations {generations} must be divisible by "
+                         f"--grpo-group-size {group}",
+                         flags=("rl_num_parallel_generations", "grpo_group_size"),
+                         hint=f"use a multiple of {group}")
+        batch, tasks = batch or 1, generations // group if group else generations
+    elif batches is not None:
+        batch = batch if batch is not None else config.grpo_prompts_per_step
+        tasks = batches * batch
+    else:
+        batch, tasks = batch if batch is not None else 1, 512
+    inputs = ("rl_num_parallel_generations", "rl_num_parallel_generation_batches",
+              "rl_generation_batch_size")
+    config.set("rl_generation_batch_size", batch, reason="the generation batch", inputs=inputs)
+    config.set("rl_parallel_generation_tasks", tasks, reason="parallel generation tasks",
+               inputs=inputs)
+    config.set("rl_enforce_generation_order", batch > 1,
+               reason="generation batches above 1 keep their order",
+               inputs=("rl_generation_batch_size",))
+
+
+def _take_deprecated_tasks(config: Draft) -> None:
+    tasks = config.rl_parallel_generation_tasks
+    if tasks is None:
+        return
+    if config.rl_num_parallel_generations is not None:
+        config.error("--rl-num-parallel-generations and --rl-parallel-generation-tasks cannot "
+                     "be used together", flags=("rl_num_parallel_generations",
+                                                "rl_parallel_generation_tasks"),
+                     hint="use --rl-num-parallel-generations (the other is deprecated)")
+        return
+    config.warn("--rl-parallel-generation-tasks is deprecated; use "
+                "--rl-num-parallel-generations", flags=("rl_parallel_generation_tasks",))
+    config.set("rl_num_parallel_generations", tasks * config.grpo_group_size,
+               reason="tasks x rollouts per prompt",
+               inputs=("rl_parallel_generation_tasks", "grpo_group_size"))
+
+
+def _needs_partial_rollouts(config: Draft, flag: str) -> None:
+    if not config.rl_partial_rollouts:
+        config.error(f"{config.spelling(flag)} needs --rl-partial-rollouts",
+                     flags=(flag, "rl_partial_rollouts"), hint="add --rl-partial-rollouts")
+
+
 DERIVATIONS: tuple[Callable[[Draft], None], ...] = (
     start_packed_bin_counter,
     count_samples_per_step,
+    resolve_parallel_generations,
 )
 #: Derivations of an RL run only.
 RL_STEP_DERIVATIONS: tuple[Callable[[Draft], None], ...] = (resolve_generation_lag,)

@@ -163,6 +163,10 @@ class RLOptions:
         "Rollouts one GRPO step generates: --grpo-prompts-per-step x --grpo-group-size; "
         "present only with --perform-rl-step.", default=None)
 
+    rl_enforce_generation_order: Optional[bool] = Computed(
+        "Whether generations are consumed in submission order (a generation batch above 1); "
+        "present only in an RL run of Megatron 0.17 and 0.18.", default=None)
+
     # Not a flag: the RL data loader's counter, added only when rollouts are packed.
     consumed_train_bins: Optional[int] = Computed(
         "Packed bins consumed so far; starts at 0, present only with "
