@@ -317,7 +317,7 @@ def test_delay_wgrad_compute_requirements():
 
 
 def test_delay_wgrad_compute_with_cuda_graphed_attention():
-    argv = ["--delay-wgrad-compute", "--cuda-graph-modules", "attn"]
+    argv = ["--delay-wgrad-compute", "--overlap-grad-reduce", "--cuda-graph-modules", "attn"]
     found = messages([*argv, "--no-gradient-accumulation-fusion"],
                      packages={"transformer_engine": "2.11"})
     assert ("CUDA graphs with --delay-wgrad-compute requires transformer_engine >= 2.12.0, "
@@ -325,6 +325,11 @@ def test_delay_wgrad_compute_with_cuda_graphed_attention():
     assert any("need gradient accumulation fusion" in m for m in found)
     assert any("do not support attention biases" in m for m in found)
     assert resolve([*argv, "--disable-bias-linear"]).delay_wgrad_compute
+    # Megatron asks these only while gradient reduction overlaps (its wgrad_in_graph_scope)
+    without_overlap = [a for a in argv if a != "--overlap-grad-reduce"]
+    assert not [m for m in messages([*without_overlap, "--no-gradient-accumulation-fusion"],
+                                    packages={"transformer_engine": "2.11"})
+                if "CUDA graphs" in m]
 
 
 # -- flag facts -------------------------------------------------------------------------------

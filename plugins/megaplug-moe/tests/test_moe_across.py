@@ -41,26 +41,29 @@ def test_flex_dispatcher_needs_real_communication():
 
 
 def test_graphed_router_with_delayed_weight_gradients():
-    argv = ["--delay-wgrad-compute", "--cuda-graph-impl", "transformer_engine",
-            "--cuda-graph-modules", "moe_router", "--moe-shared-expert-intermediate-size", "64"]
+    argv = ["--delay-wgrad-compute", "--overlap-grad-reduce", "--cuda-graph-impl",
+            "transformer_engine", "--cuda-graph-modules", "moe_router",
+            "--moe-shared-expert-intermediate-size", "64"]
     assert _moe_problems(argv, te="2.11.0") == [
-        "CUDA graphs with --delay-wgrad-compute requires transformer_engine >= 2.12.0, "
-        "found 2.11.0"]
+        "a CUDA-graphed router beside shared experts, with --delay-wgrad-compute, requires "
+        "transformer_engine >= 2.12.0, found 2.11.0"]
     assert _moe_problems([*argv, "--moe-shared-expert-overlap"], te="2.11.0") == []
+    assert _moe_problems(argv[:1] + argv[2:], te="2.11.0") == []  # no overlap: not asked
 
 
 @pytest.mark.parametrize("line, expected", [
     ("0.16.0", []),      # Megatron checks graphs keeping a delayed weight gradient from 0.17
-    ("0.17.0", ["CUDA graphs with --delay-wgrad-compute requires transformer_engine >= 2.12.0, "
-                "found 2.11.0"]),
+    ("0.17.0", ["a CUDA-graphed router beside shared experts, with --delay-wgrad-compute, "
+                "requires transformer_engine >= 2.12.0, found 2.11.0"]),
 ])
 def test_a_graphed_router_is_checked_on_the_releases_that_check_graphed_attention(line, expected):
     environ = {"WORLD_SIZE": "8", "RANK": "0", "CUDA_DEVICE_MAX_CONNECTIONS": "1"}
     target = megaplug.TargetEnvironment(packages={"transformer_engine": "2.11.0",
                                                   "megatron_core": line},
                                         device_capability=(9, 0), environ=environ)
-    argv = ["-p", "no:preflight", *DENSE_GPT, *MOE, "--delay-wgrad-compute", "--cuda-graph-impl",
-            "transformer_engine", "--cuda-graph-scope", "moe_router",
+    argv = ["-p", "no:preflight", *DENSE_GPT, *MOE, "--delay-wgrad-compute",
+            "--overlap-grad-reduce", "--cuda-graph-impl", "transformer_engine",
+            "--cuda-graph-scope", "moe_router",
             "--moe-shared-expert-intermediate-size", "64"]
     try:
         megaplug.resolve(argv, environ=environ, target=target)

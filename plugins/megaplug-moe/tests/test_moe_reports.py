@@ -274,9 +274,11 @@ def test_a_layer_frequency_that_is_no_number_says_what_is_expected():
 ACROSS_BASE = ["-p", "no:preflight", "--train-iters", "10", "--lr", "1e-4", "--micro-batch-size",
                "2", "--num-experts", "4", "--expert-model-parallel-size", "2"]
 TP2 = ("--tensor-model-parallel-size", "2", "--sequence-parallel")
-ROUTER_GRAPHS = ("--delay-wgrad-compute", "--cuda-graph-impl", "transformer_engine",
-                 "--cuda-graph-modules", "moe_router", "--moe-shared-expert-intermediate-size",
-                 "64")
+ROUTER_GRAPHS = ("--delay-wgrad-compute", "--overlap-grad-reduce", "--cuda-graph-impl",
+                 "transformer_engine", "--cuda-graph-modules", "moe_router",
+                 "--moe-shared-expert-intermediate-size", "64")
+ROUTER_FLAGS = ("--delay-wgrad-compute", "--cuda-graph-modules",
+                "--moe-shared-expert-intermediate-size")
 
 
 def across(*argv: str, te: str = "2.17.1", capability=(9, 0), connections: str = "1"):
@@ -307,17 +309,17 @@ def test_flex_or_a_fake_process_group_alone_is_fine(argv):
 def test_a_graphed_router_with_delayed_wgrad_needs_transformer_engine_2_12():
     _, found = across(*ROUTER_GRAPHS, te="2.11.0")
     assert reported(found, "--delay-wgrad-compute") == [
-        ("CUDA graphs with --delay-wgrad-compute requires transformer_engine >= 2.12.0, found "
-         "2.11.0", ("--delay-wgrad-compute", "--cuda-graph-modules"),
-         "upgrade Transformer Engine to 2.12.0 or later")]
+        ("a CUDA-graphed router beside shared experts, with --delay-wgrad-compute, requires "
+         "transformer_engine >= 2.12.0, found 2.11.0", ROUTER_FLAGS,
+         "upgrade Transformer Engine to 2.12.0 or later, or add --moe-shared-expert-overlap")]
 
 
 def test_a_graphed_router_with_delayed_wgrad_needs_accumulation_fusion():
     _, found = across(*ROUTER_GRAPHS, "--no-gradient-accumulation-fusion")
     assert reported(found, "--delay-wgrad-compute") == [
-        ("CUDA graphs with --delay-wgrad-compute need gradient accumulation fusion (its static "
-         "buffers are what graphs can capture)",
-         ("--delay-wgrad-compute", "--cuda-graph-modules", "--no-gradient-accumulation-fusion"),
+        ("a CUDA-graphed router beside shared experts, with --delay-wgrad-compute, needs "
+         "gradient accumulation fusion (its static buffers are what graphs can capture)",
+         (*ROUTER_FLAGS, "--no-gradient-accumulation-fusion"),
          "drop --no-gradient-accumulation-fusion")]
 
 
@@ -325,7 +327,9 @@ def test_a_graphed_router_with_delayed_wgrad_needs_accumulation_fusion():
     (ROUTER_GRAPHS, "2.12.0"),                                   # the minimum itself
     (ROUTER_GRAPHS + ("--moe-shared-expert-overlap",), "2.11.0"),
     (ROUTER_GRAPHS[:-2], "2.11.0"),                              # no shared experts
-    (ROUTER_GRAPHS[1:], "2.11.0"),                               # no delayed wgrad
+    (ROUTER_GRAPHS[2:], "2.11.0"),                               # no delayed wgrad
+    # Megatron asks only while gradient reduction overlaps (wgrad_in_graph_scope)
+    (tuple(a for a in ROUTER_GRAPHS if a != "--overlap-grad-reduce"), "2.11.0"),
 ])
 def test_graphed_routers_that_need_nothing_more(argv, te):
     _, found = across(*argv, te=te)
@@ -333,12 +337,12 @@ def test_graphed_routers_that_need_nothing_more(argv, te):
 
 
 def test_with_attention_graphed_too_the_version_is_reported_once():
-    argv = ("--delay-wgrad-compute", "--cuda-graph-impl", "transformer_engine",
-            "--cuda-graph-modules", "attn", "moe_router",
+    argv = ("--delay-wgrad-compute", "--overlap-grad-reduce", "--cuda-graph-impl",
+            "transformer_engine", "--cuda-graph-modules", "attn", "moe_router",
             "--moe-shared-expert-intermediate-size", "64")
     _, found = across(*argv, te="2.11.0")
-    version = [p for p in found if p.message.startswith("CUDA graphs with --delay-wgrad-compute "
-                                                        "requires transformer_engine")]
+    version = [p for p in found if "with --delay-wgrad-compute" in p.message
+               and "requires transformer_engine >= 2.12.0" in p.message]
     assert len(version) == 1   # reported once, not by both plugins
 
 

@@ -107,7 +107,9 @@ def derive_buffers(config: Draft) -> None:
 
 
 def derive_early_sharding(config: Draft) -> None:
-    """Megatron 0.13: the sharding strategy turns on the overlaps it needs, whatever the
+    """Megatron 0.13: sharding turns on overlaps; --use-custom-fsdp is checked.
+
+    Megatron 0.13: the sharding strategy turns on the overlaps it needs, whatever the
     data-parallel implementation, and ``--use-custom-fsdp`` (Megatron-FSDP's name there)
     has requirements of its own (:func:`check_custom_fsdp`)."""
     if not config.env.line_before("megatron_core", "0.14"):
@@ -123,7 +125,9 @@ def derive_early_sharding(config: Draft) -> None:
 
 
 def check_custom_fsdp(config: Draft) -> None:
-    """Megatron 0.13's ``--use-custom-fsdp``: the distributed optimizer, no gradient
+    """What Megatron 0.13's --use-custom-fsdp requires.
+
+    Megatron 0.13's ``--use-custom-fsdp``: the distributed optimizer, no gradient
     accumulation fusion when gradients are sharded, no weight-hash checks with sharded
     parameters, several CUDA connections."""
     strategy = config.data_parallel_sharding_strategy

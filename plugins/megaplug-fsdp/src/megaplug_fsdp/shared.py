@@ -30,8 +30,10 @@ def to_torch_dtype(value: Any) -> TorchDType | None:
 
 
 def derive_dtypes(config: Draft) -> None:
-    """Replace the dtype names of the Megatron-FSDP dtype flags with torch dtypes; Megatron
-    0.17 and 0.18 communicate Megatron-FSDP's gradients in bf16 with --grad-reduce-in-bf16."""
+    """Replace the dtype names of the Megatron-FSDP dtype flags with torch dtypes.
+
+    Megatron 0.17 and 0.18 communicate Megatron-FSDP's gradients in bf16 with
+    --grad-reduce-in-bf16."""
     for dest in DTYPE_FLAGS:
         value = config[dest]
         if isinstance(value, str):

@@ -71,7 +71,9 @@ UNCHECKED_BUFFER_LINE = "0.18"
 
 
 def check_early_dynamic_batching_sizes(config: Draft) -> None:
-    """Megatron up to 0.17: dynamic batching needs a buffer size and a block (0.13, 0.14:
+    """Dynamic batching needs a buffer size and 256-token blocks (up to 0.17).
+
+    Megatron up to 0.17: dynamic batching needs a buffer size and a block (0.13, 0.14:
     chunk) size that is a multiple of 256; up to 0.15 a guaranteed buffer fraction too."""
     env = config.env
     if not config.inference_dynamic_batching \
@@ -94,7 +96,9 @@ def check_early_dynamic_batching_sizes(config: Draft) -> None:
 
 
 def check_line_iteration_graphs(config: Draft) -> None:
-    """Megatron 0.15 and 0.16 check local whole-iteration CUDA graphs (``--cuda-graph-scope
+    """Whole-iteration graphs: NaN check off in training, no FP8 in inference (0.15, 0.16).
+
+    Megatron 0.15 and 0.16 check local whole-iteration CUDA graphs (``--cuda-graph-scope
     full_iteration``) by what runs: training needs --no-check-for-nan-in-loss-and-grad,
     dynamic-batching inference refuses FP8. (0.14 and 0.17 check the first alone: the
     training plugin's ``cuda_graphs.check_line_full_iteration_scope``.)"""
@@ -120,7 +124,9 @@ def check_line_iteration_graphs(config: Draft) -> None:
 
 
 def _nan_check_before_fake_process_group(config: Draft) -> bool:
-    """The NaN check as Megatron 0.16 reads it here: before a fake process group turns it
+    """Whether the NaN check was on before a fake process group turned it off.
+
+    The NaN check as Megatron 0.16 reads it here: before a fake process group turns it
     off (0.15 has no fake process group)."""
     if not config.get("fake_process_group"):
         return bool(config.get("check_for_nan_in_loss_and_grad", True))

@@ -10,9 +10,6 @@ from __future__ import annotations
 
 
 from megaplug import Draft
-# the built-in's check of CUDA graphs keeping a delayed weight gradient: MoE says when its
-# router is such a graph, the parallel plugin what that needs (one owner of the problem)
-from megaplug.builtin.parallel.ddp import graphed_modules, require_graphed_delayed_wgrad
 
 from . import overlaps_expert_parallel_comm
 
@@ -48,15 +45,28 @@ def flex_dispatcher_needs_real_communication(config: Draft) -> None:
 
 
 def graphed_router_with_delayed_wgrad(config: Draft) -> None:
-    """A CUDA-graphed router whose shared experts do not overlap keeps a delayed weight
-    gradient inside the graph: the parallel plugin's requirement for such graphs applies.
-    (With attention graphed too, the parallel plugin asks it itself: reported once.)"""
-    modules = graphed_modules(config)
-    if not config.get("delay_wgrad_compute") or "moe_router" not in modules or "attn" in modules:
+    """From Megatron 0.17, with overlapped gradient reduction, a CUDA-graphed router whose
+    shared experts do not overlap keeps the delayed weight gradient inside its graph: that
+    needs Transformer Engine 2.12 and gradient accumulation fusion. (With attention graphed
+    too, the parallel plugin reports the same needs for attention: once, as Megatron.)"""
+    if not (config.get("delay_wgrad_compute") and config.get("overlap_grad_reduce")) \
+            or config.env.line_before("megatron_core", "0.17"):
+        return
+    modules = {str(getattr(m, "name", m)) for m in config.get("cuda_graph_modules") or []}
+    if "moe_router" not in modules or "attn" in modules:
         return
     if config.moe_shared_expert_intermediate_size is None or config.moe_shared_expert_overlap:
         return
-    require_graphed_delayed_wgrad(config)
+    what = "a CUDA-graphed router beside shared experts, with --delay-wgrad-compute,"
+    flags = ("delay_wgrad_compute", "cuda_graph_modules", "moe_shared_expert_intermediate_size")
+    problem = config.env.requirement_problem("transformer_engine", "2.12.0")
+    if problem:
+        config.error(f"{what} {problem}", flags=flags, hint="upgrade Transformer Engine to "
+                     "2.12.0 or later, or add --moe-shared-expert-overlap")
+    if not config.get("gradient_accumulation_fusion", True):
+        config.error(f"{what} needs gradient accumulation fusion (its static buffers are what "
+                     "graphs can capture)", flags=(*flags, "gradient_accumulation_fusion"),
+                     hint="drop --no-gradient-accumulation-fusion")
 
 
 def dense_encoder_shares_decoder_tensor_parallelism(config: Draft) -> None:

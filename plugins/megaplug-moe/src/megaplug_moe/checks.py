@@ -133,7 +133,9 @@ def latent_size_needs_experts(config: Draft) -> None:
 
 
 def graphed_expert_parallelism_pads_experts(config: Draft) -> None:
-    """Megatron 0.16 and 0.17: local CUDA graphs with expert parallelism need
+    """Local CUDA graphs with expert parallelism pad the experts (0.16, 0.17).
+
+    Megatron 0.16 and 0.17: local CUDA graphs with expert parallelism need
     ``--moe-pad-experts-for-cuda-graph-inference`` (0.17: not with the inference-optimized
     layers)."""
     line = config.env.release_line("megatron_core")

@@ -62,7 +62,9 @@ PARALLEL_GENERATION_LINES = ("0.17", "0.18")
 
 
 def resolve_parallel_generations(config: Draft) -> None:
-    """Megatron 0.17 and 0.18: an RL run's parallel generation tasks and generation batch
+    """An RL run's parallel generations (Megatron 0.17 and 0.18).
+
+    Megatron 0.17 and 0.18: an RL run's parallel generation tasks and generation batch
     size, and whether generations keep their order (``rl_enforce_generation_order``)."""
     if not config.perform_rl_step \
             or config.env.release_line("megatron_core") not in PARALLEL_GENERATION_LINES:
@@ -77,23 +79,10 @@ def resolve_parallel_generations(config: Draft) -> None:
                      flags=("rl_num_parallel_generations", "rl_num_parallel_generation_batches"),
                      hint="keep one of them")
         return
-    batch = config.rl_generation_batch_size
     if generations is not None or batches is not None:
         _needs_partial_rollouts(config, "rl_num_parallel_generations" if batches is None
                                 else "rl_num_parallel_generation_batches")
-    group = config.grpo_group_size
-    if generations is not None:
-        if group and generations % group:
-            config.error(f"--rl-num-parallel-generations {generations} must be divisible by "
-                         f"--grpo-group-size {group}",
-                         flags=("rl_num_parallel_generations", "grpo_group_size"),
-                         hint=f"use a multiple of {group}")
-        batch, tasks = batch or 1, generations // group if group else generations
-    elif batches is not None:
-        batch = batch if batch is not None else config.grpo_prompts_per_step
-        tasks = batches * batch
-    else:
-        batch, tasks = batch if batch is not None else 1, 512
+    batch, tasks = _generation_batch_and_tasks(config, generations, batches)
     inputs = ("rl_num_parallel_generations", "rl_num_parallel_generation_batches",
               "rl_generation_batch_size")
     config.set("rl_generation_batch_size", batch, reason="the generation batch", inputs=inputs)
@@ -104,7 +93,26 @@ def resolve_parallel_generations(config: Draft) -> None:
                inputs=("rl_generation_batch_size",))
 
 
+def _generation_batch_and_tasks(config: Draft, generations: int | None,
+                                batches: int | None) -> tuple[int, int]:
+    """The generation batch size and the parallel generation tasks, as 0.17 and 0.18 pick
+    them from whichever of the two counts is given (512 tasks when neither is)."""
+    batch, group = config.rl_generation_batch_size, config.grpo_group_size
+    if generations is not None:
+        if group and generations % group:
+            config.error(f"--rl-num-parallel-generations {generations} must be divisible by "
+                         f"--grpo-group-size {group}",
+                         flags=("rl_num_parallel_generations", "grpo_group_size"),
+                         hint=f"use a multiple of {group}")
+        return batch or 1, generations // group if group else generations
+    if batches is not None:
+        batch = batch if batch is not None else config.grpo_prompts_per_step
+        return batch, batches * batch
+    return (batch if batch is not None else 1), 512
+
+
 def _take_deprecated_tasks(config: Draft) -> None:
+    """--rl-parallel-generation-tasks (deprecated) as --rl-num-parallel-generations."""
     tasks = config.rl_parallel_generation_tasks
     if tasks is None:
         return
@@ -122,6 +130,7 @@ def _take_deprecated_tasks(config: Draft) -> None:
 
 
 def _needs_partial_rollouts(config: Draft, flag: str) -> None:
+    """Parallel generations are asked for only with partial rollouts."""
     if not config.rl_partial_rollouts:
         config.error(f"{config.spelling(flag)} needs --rl-partial-rollouts",
                      flags=(flag, "rl_partial_rollouts"), hint="add --rl-partial-rollouts")

@@ -17,8 +17,9 @@ LOCAL_CKPT_PACKAGE = "nvidia_resiliency_ext"
 
 
 def check_conversion_inputs(config: Draft) -> None:
-    """Converting needs both a checkpoint to read and a place to write the result
-    (validate_args asks from Megatron 0.18 on; older lines ask in initialize_megatron)."""
+    """Converting needs both a checkpoint to read and a place to write the result.
+
+    validate_args asks from Megatron 0.18 on; older lines ask in initialize_megatron."""
     if config.ckpt_convert_format is None or config.env.line_before("megatron_core", "0.18"):
         return
     for dest, what in (("ckpt_convert_save", "the directory for the converted checkpoint"),
@@ -49,9 +50,10 @@ def check_non_persistent_type(config: Draft) -> None:
 
 
 def check_checkpoint_args_source(config: Draft) -> None:
-    """``--use-checkpoint-args`` reads a checkpoint, so one must be named and readable early
-    (every line asks before validate_args: ``initialize_megatron`` up to 0.17, then
-    ``parse_and_validate_args``, which loads the checkpoint's arguments)."""
+    """--use-checkpoint-args reads a checkpoint, so one must be named.
+
+    Every line asks before validate_args: ``initialize_megatron`` up to 0.17, then
+    ``parse_and_validate_args``, which loads the checkpoint's arguments."""
     if not config.use_checkpoint_args:
         return
     if config.load is None and config.pretrained_checkpoint is None:

@@ -59,8 +59,10 @@ def check_gloo_free_checkpointing(config: Draft) -> None:
 
 
 def derive_exit_on_missing_checkpoint(config: Draft) -> None:
-    """A conversion run has nothing to do without a checkpoint to convert (validate_args
-    says so from Megatron 0.18 on; older lines' initialize_megatron does, after it)."""
+    """A conversion run has nothing to do without a checkpoint to convert.
+
+    validate_args says so from Megatron 0.18 on; older lines' initialize_megatron does,
+    after it."""
     if config.env.line_before("megatron_core", "0.18"):
         return
     if config.ckpt_convert_format is not None and not config.exit_on_missing_checkpoint:

@@ -14,9 +14,10 @@ _FIM_TOKENS = ("fim_prefix_token", "fim_middle_token", "fim_suffix_token", "fim_
 
 
 def check_fim(config: Draft) -> None:
-    """FIM needs real data, non-zero rates and all five of its special tokens (and, in
-    Megatron 0.16, no legacy tokenizer). FIM's flags exist from 0.16 on: older lines leave
-    ``fim_data`` off."""
+    """FIM needs real data, non-zero rates and all five of its special tokens.
+
+    Megatron 0.16 also refuses the legacy tokenizer. FIM's flags exist from 0.16 on: older
+    lines leave ``fim_data`` off."""
     if not config.fim_data:
         return
     if config.mock_data:

@@ -41,7 +41,9 @@ def warn_missing_tokenizer_inputs(config: Draft) -> None:
 
 
 def derive_special_tokens_from_tiktoken(config: Draft) -> None:
-    """Megatron 0.16 and 0.17 read the deprecated ``--tiktoken-special-tokens`` as
+    """--tiktoken-special-tokens is read as --tokenizer-special-tokens (0.16, 0.17).
+
+    Megatron 0.16 and 0.17 read the deprecated ``--tiktoken-special-tokens`` as
     ``--tokenizer-special-tokens`` (``tokenizer_special_tokens`` in those lines) when that
     is not given; older lines keep them apart, later ones lack the old flag."""
     old = config.get("tiktoken_special_tokens")

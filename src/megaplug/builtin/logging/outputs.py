@@ -42,7 +42,9 @@ def warn_unused_settings(config: Draft) -> None:
 
 
 def check_memory_log_interval(config: Draft) -> None:
-    """Memory is logged on logging iterations only: its interval is a multiple of
+    """The memory log interval is a multiple of the log interval.
+
+    Memory is logged on logging iterations only: its interval is a multiple of
     --log-interval (the flag exists from Megatron 0.16 on)."""
     every, log_every = config.get("log_memory_interval"), config.log_interval
     if every is not None and log_every and every % log_every:

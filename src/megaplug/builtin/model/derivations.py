@@ -139,7 +139,9 @@ def derive_rotary(config: Draft) -> None:
 
 
 def check_early_interleaved_rotary(config: Draft) -> None:
-    """Megatron 0.13 refuses interleaved rotary embeddings with RoPE fusion -- asked before
+    """Interleaved rotary embeddings are refused with RoPE fusion (0.13).
+
+    Megatron 0.13 refuses interleaved rotary embeddings with RoPE fusion -- asked before
     fusion is turned off for other position embeddings, so whatever the embedding."""
     if config.rotary_interleaved and config.get("apply_rope_fusion"):
         config.error("--rotary-interleaved does not work with RoPE fusion in Megatron 0.13",

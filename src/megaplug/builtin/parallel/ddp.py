@@ -142,7 +142,7 @@ def derive_fake_process_group(config: Draft) -> None:
 def check_delay_wgrad_compute(config: Draft) -> None:
     """Delayed weight-gradient computation is a Transformer Engine feature with version floors
     (Megatron 0.13 refuses it with overlapped gradient reduction; 0.14 asks TE 2.7 for that,
-    later releases 2.8; graphed attention is checked from 0.17)."""
+    later releases 2.8; from 0.17, with overlapped reduction, graphed attention too)."""
     if not config.delay_wgrad_compute:
         return
     if config.get("transformer_impl", "transformer_engine") != "transformer_engine":
@@ -162,8 +162,8 @@ def check_delay_wgrad_compute(config: Draft) -> None:
     if not config.get("gradient_accumulation_fusion", True):
         _require_te(config, True, "2.7.0", "without gradient accumulation fusion",
                     ("delay_wgrad_compute", "gradient_accumulation_fusion"))
-    if env.line_at_least("megatron_core", "0.17"):
-        _check_delay_wgrad_cuda_graphs(config)
+    if env.line_at_least("megatron_core", "0.17") and config.overlap_grad_reduce:
+        _check_delay_wgrad_cuda_graphs(config)  # Megatron asks only while it overlaps
 
 
 def _require_te(config: Draft, needed: bool, version: str, when: str,
@@ -174,21 +174,15 @@ def _require_te(config: Draft, needed: bool, version: str, when: str,
                      hint=f"upgrade Transformer Engine to {version} or later")
 
 
-def graphed_modules(config: Draft) -> set[str]:
-    """The names of the modules ``--cuda-graph-modules`` captures (``set()`` where the
-    target's Megatron has no such setting)."""
+def _graphed_modules(config: Draft) -> set[str]:
     return {str(getattr(m, "name", m)) for m in config.get("cuda_graph_modules") or []}
 
 
-def require_graphed_delayed_wgrad(config: Draft) -> None:
-    """What a CUDA graph that keeps a delayed weight gradient inside it needs: Transformer
-    Engine 2.12 and gradient accumulation fusion (Megatron's ``wgrad_in_graph_scope``).
-
-    The one owner of that check, and of the releases that make it (0.17 and later).
-    Graphed attention asks it here; a feature whose graphed module keeps the weight
-    gradient too (MoE's router beside shared experts that do not overlap) asks it from its
-    own rule, since only that feature's settings say when."""
-    if config.env.line_before("megatron_core", "0.17"):
+def _check_delay_wgrad_cuda_graphs(config: Draft) -> None:
+    """Graphed attention keeps its weight-gradient computation inside the CUDA graph, which
+    needs Transformer Engine 2.12, gradient accumulation fusion and no attention biases
+    (Megatron's ``wgrad_in_graph_scope``; a graphed MoE router is the moe plugin's case)."""
+    if "attn" not in _graphed_modules(config):
         return
     flags = ("delay_wgrad_compute", "cuda_graph_modules")
     problem = config.env.requirement_problem("transformer_engine", "2.12.0")
@@ -200,18 +194,10 @@ def require_graphed_delayed_wgrad(config: Draft) -> None:
                      "(its static buffers are what graphs can capture)",
                      flags=(*flags, "gradient_accumulation_fusion"),
                      hint="drop --no-gradient-accumulation-fusion")
-
-
-def _check_delay_wgrad_cuda_graphs(config: Draft) -> None:
-    """Graphed attention keeps its weight-gradient computation inside the CUDA graph."""
-    if "attn" not in graphed_modules(config):
-        return
-    require_graphed_delayed_wgrad(config)
     if config.get("add_bias_linear") or config.get("add_qkv_bias"):
         config.error("CUDA graphs of attention with --delay-wgrad-compute do not support "
                      "attention biases",
-                     flags=("delay_wgrad_compute", "cuda_graph_modules", "add_bias_linear",
-                            "add_qkv_bias"),
+                     flags=(*flags, "add_bias_linear", "add_qkv_bias"),
                      hint="add --disable-bias-linear, or leave attn out of --cuda-graph-modules")
 
 

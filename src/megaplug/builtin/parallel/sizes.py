@@ -60,7 +60,9 @@ ENCODER_FLAGS = (ENCODER_SIZES, "encoder_pipeline_model_parallel_size")
 
 
 def _derive_encoder_sizes(config: Draft) -> int:
-    """Megatron 0.13: an encoder with stages of its own (``--encoder-pipeline-model-parallel
+    """Megatron 0.13's encoder stages: their TP size and the ranks they add.
+
+    Megatron 0.13: an encoder with stages of its own (``--encoder-pipeline-model-parallel
     -size``) takes the decoder's tensor-parallel size unless given one, which must divide
     the heads and not exceed the decoder's. Returns the ranks its stages add to one
     model-parallel group (TP x PP x CP of the encoder)."""
@@ -97,7 +99,9 @@ def _check_world_holds_encoder(config: Draft, total: int) -> None:
 
 
 def _split_pipeline_at_rank(config: Draft) -> None:
-    """Megatron 0.13's ``--pipeline-model-parallel-split-rank``: the first stages are the
+    """Megatron 0.13's pipeline split rank gives the encoder the first stages.
+
+    Megatron 0.13's ``--pipeline-model-parallel-split-rank``: the first stages are the
     encoder's, the rest the decoder's (after the data-parallel size was computed)."""
     split, pp = config.pipeline_model_parallel_split_rank, config.pipeline_model_parallel_size
     inputs = ("pipeline_model_parallel_split_rank", "pipeline_model_parallel_size")
@@ -150,8 +154,10 @@ def check_positive_sizes(config: Draft) -> None:
 
 
 def check_world_size_divisible(config: Draft) -> None:
-    """The world must hold a whole number of model-parallel groups (Megatron 0.13's encoder
-    stages, or a pipeline split: checked where the sizes are derived)."""
+    """The world must hold a whole number of model-parallel groups.
+
+    Megatron 0.13's encoder stages, or a pipeline split: checked where the sizes are
+    derived."""
     if not sizes_are_usable(config) or _has_encoder_stages(config):
         return
     world, total = config.world_size, total_model_size(config)

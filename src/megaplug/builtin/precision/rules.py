@@ -143,8 +143,10 @@ FP4_SHARDING_LINE = "seed"
 
 
 def check_param_gather_sharding(config: Draft) -> None:
-    """Low-precision parameter gathers need sharded parameters: the distributed optimizer
-    (a feature that shards parameters itself takes this rule over)."""
+    """Low-precision parameter gathers need sharded parameters.
+
+    The distributed optimizer shards them (a feature that shards parameters itself takes
+    this rule over); FP4's gathers ask for it only in the seed line."""
     for name in ("fp8_param_gather", "fp4_param_gather"):
         if name == "fp4_param_gather" and config.env.line_before("megatron_core",
                                                                  FP4_SHARDING_LINE):
@@ -164,8 +166,9 @@ def check_fp4_param_gather_format(config: Draft) -> None:
 
 
 def check_mxfp8_inference(config: Draft) -> None:
-    """MXFP8 in the inference-optimized layers relies on recent FlashInfer kernels (checked
-    from Megatron 0.17 on)."""
+    """MXFP8 in the inference-optimized layers relies on recent FlashInfer kernels.
+
+    Checked from Megatron 0.17 on."""
     if config.fp8_recipe != "mxfp8" or config.get("transformer_impl") != "inference_optimized" \
             or config.env.line_before("megatron_core", "0.17"):
         return

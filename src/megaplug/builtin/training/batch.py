@@ -120,7 +120,9 @@ EVAL_BATCH_LINE = "0.18"
 
 
 def check_eval_batch_divisibility(config: Draft) -> None:
-    """Each evaluation step must split into whole micro batches on every batch-parallel rank
+    """Evaluation steps split into whole micro batches on every batch-parallel rank.
+
+    Each evaluation step must split into whole micro batches on every batch-parallel rank
     (checked from Megatron 0.18 on)."""
     if config.env.line_before("megatron_core", EVAL_BATCH_LINE):
         return

@@ -65,8 +65,9 @@ def _read_switches_as_impl(config: Draft, local: bool, external: bool) -> None:
 
 
 def normalize_retired_scope_flag(config: Draft) -> None:
-    """--cuda-graph-scope is the old spelling of --cuda-graph-modules (0.18 on; before, it is
-    the line's own setting, :func:`normalize_line_scope`)."""
+    """--cuda-graph-scope is the old spelling of --cuda-graph-modules.
+
+    From 0.18 on; before, it is the line's own setting (:func:`normalize_line_scope`)."""
     scope = config.cuda_graph_scope_deprecated
     if config.env.line_before("megatron_core", MODULES_FLAG_LINE):
         scope = None
@@ -90,7 +91,9 @@ MODULES_FLAG_LINE = "0.18"
 
 
 def normalize_line_scope(config: Draft) -> None:
-    """Up to 0.17, ``cuda_graph_scope`` as that release keeps it: 0.16 and 0.17 parse its
+    """--cuda-graph-scope as the release lines up to 0.17 keep it.
+
+    Up to 0.17, ``cuda_graph_scope`` as that release keeps it: 0.16 and 0.17 parse its
     words into CudaGraphScope members and rewrite a lone ``full`` (deprecated) to the empty
     list. The modules it names reach the rules that read ``cuda_graph_modules``."""
     env = config.env
@@ -137,7 +140,9 @@ def _line_scope_members(config: Draft, raw: list[Any]) -> list[Any] | None:
 
 
 def check_line_full_iteration_scope(config: Draft) -> None:
-    """0.14 and 0.17: local whole-iteration graphs (``--cuda-graph-scope full_iteration``)
+    """Local whole-iteration graphs need the NaN check off (0.14 and 0.17).
+
+    0.14 and 0.17: local whole-iteration graphs (``--cuda-graph-scope full_iteration``)
     need --no-check-for-nan-in-loss-and-grad. (0.15 and 0.16 check them by what runs,
     training or dynamic-batching inference: the inference plugin's rule.)"""
     env = config.env
@@ -157,7 +162,9 @@ def check_line_full_iteration_scope(config: Draft) -> None:
 
 
 def _nan_check_before_fake_process_group(config: Draft) -> bool:
-    """Whether the NaN check is on where Megatron checks whole-iteration graphs against it:
+    """Whether the NaN check was on before a fake process group turned it off.
+
+    Whether the NaN check is on where Megatron checks whole-iteration graphs against it:
     after fp16 without a loss scale turned it off, before a fake process group does."""
     if not config.get("fake_process_group"):
         return bool(config.check_for_nan_in_loss_and_grad)
@@ -166,7 +173,9 @@ def _nan_check_before_fake_process_group(config: Draft) -> bool:
 
 
 def check_full_iteration_impl_without_nan_check(config: Draft) -> None:
-    """Whole-iteration graphs (``--cuda-graph-impl full_iteration``, 0.18 on) cannot check
+    """Whole-iteration graphs need the NaN check off (0.18 on).
+
+    Whole-iteration graphs (``--cuda-graph-impl full_iteration``, 0.18 on) cannot check
     the loss and gradients for NaNs in training."""
     if config.cuda_graph_impl == "full_iteration" and _nan_check_before_fake_process_group(config):
         config.error("--cuda-graph-impl full_iteration needs --no-check-for-nan-in-loss-and-grad "
@@ -175,7 +184,9 @@ def check_full_iteration_impl_without_nan_check(config: Draft) -> None:
 
 
 def check_line_inference_iteration_scope(config: Draft) -> None:
-    """0.17: FP8 with local ``full_iteration_inference`` graphs needs the inference-optimized
+    """FP8 inference iteration graphs need optimized MXFP8 layers (0.17).
+
+    0.17: FP8 with local ``full_iteration_inference`` graphs needs the inference-optimized
     layers and the MXFP8 recipe."""
     if config.env.release_line("megatron_core") != "0.17" or config.cuda_graph_impl != "local" \
             or CudaGraphScope.full_iteration_inference not in config.cuda_graph_scope \
