@@ -76,7 +76,7 @@ def main() -> int:
     compare = _compare_module()
     compare._no_jit_extensions()
     known = compare._release_options()
-    counts = {"agree": 0, "total": 0}
+    verdicts: dict[str, int] = {}
     for case in configurations(options.cases):
         if options.only and options.only not in case["name"]:
             continue
@@ -84,11 +84,16 @@ def main() -> int:
             print(f"  (flags not in this release)  {case['name']}")
             continue
         verdict, detail = check(case, options.version, compare)
-        counts["total"] += 1
-        counts["agree"] += verdict in ("identical", "refused by both")
+        verdicts[verdict] = verdicts.get(verdict, 0) + 1
         print(f"  {verdict:<26} {case['name']}" + (f"\n      {detail[:400]}" if detail else ""))
-    print(f"\n{options.version}: {counts['agree']} of {counts['total']} agree")
-    return 0 if counts["agree"] == counts["total"] else 1
+    agree = verdicts.get("identical", 0) + verdicts.get("refused by both", 0)
+    accepted = verdicts.get("identical", 0) + verdicts.get("DIFFERS", 0)
+    print(f"\n{options.version}: the release accepts {accepted}, identical "
+          f"{verdicts.get('identical', 0)}; it refuses "
+          f"{sum(verdicts.values()) - accepted}, megaplug too "
+          f"{verdicts.get('refused by both', 0)}")
+    print(f"{options.version}: {agree} of {sum(verdicts.values())} agree")
+    return 0 if agree == sum(verdicts.values()) else 1
 
 
 if __name__ == "__main__":
