@@ -120,11 +120,8 @@ def test_the_version_is_read_beside_the_package(tmp_path, monkeypatch):
     assert _startup.normalized_name("Fancy.Pkg") == _startup.normalized_name("fancy-pkg")
 
 
-#: Where a trick is still written out by hand, and why it may stay there.
-HAND_ROLLED_ELSEWHERE = {
-    ("megatron/_facade.py", "importlib.util"): "torch dtypes only; the command line never asks",
-    ("cli/_memory.py", "importlib.metadata"): "the memory command's own fallback reader",
-}
+#: Where a trick is still written out by hand, and why it may stay there: nowhere.
+HAND_ROLLED_ELSEWHERE: dict[tuple[str, str], str] = {}
 
 
 def _hand_rolled(path: Path) -> set[str]:

@@ -55,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     The cyclic garbage collector is off while a command runs: a command allocates tens of
     thousands of objects that live as long as it does, and the collector's passes over them
-    found almost nothing to free (a few dozen cycles) for ~10% of a resolve. As the
+    found almost nothing to free (a few dozen cycles; docs/performance.md has the cost). As the
     process's own command (``argv`` not given: the ``megaplug`` script, ``python -m
     megaplug``) it stays off until the process ends, which then skips the collection at
     exit too; an in-process caller (``argv`` given) gets the collector back as it was.

@@ -40,9 +40,9 @@ def estimator() -> Callable[..., Any]:
 
     entries = read_entry_points(GROUP)
     if entries is None:  # an unusual installation: ask importlib.metadata itself
-        from importlib.metadata import entry_points
+        from .._startup import metadata
 
-        entries = list(entry_points(group=GROUP))
+        entries = list(metadata().entry_points(group=GROUP))
     found = [entry for entry in entries if entry.name == "report"]
     if not found:
         raise UsageError(f"megaplug memory: no memory estimator is installed ({_INSTALL})")

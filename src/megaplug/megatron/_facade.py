@@ -433,10 +433,9 @@ def parse_and_validate_args(
 
 
 def _megatron_installed() -> bool:
-    import importlib.util  # only asked with torch types: the command line never is
+    from .._startup import find_spec
 
-    return (importlib.util.find_spec("megatron") is not None
-            and importlib.util.find_spec("megatron.training") is not None)
+    return find_spec("megatron") is not None and find_spec("megatron.training") is not None
 
 
 def _apply_checkpoint_args(args: argparse.Namespace, defaults: Mapping[str, Any]) -> None:

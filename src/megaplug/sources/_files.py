@@ -35,8 +35,9 @@ class UntrustedInputError(ValueError):
 MAX_TEXT_BYTES = 16 << 20
 
 #: Most characters, and values (scalars, lists, mappings), of YAML text: PyYAML builds
-#: several Python objects per character and value (a 2 MB list took 20 s and 570 MB); a
-#: larger settings file can be JSON, which is read in C.
+#: several Python objects per character and value, so a few megabytes of YAML take tens of
+#: seconds and hundreds of megabytes (docs/reliability.md); a larger settings file can be
+#: JSON, which is read in C.
 MAX_YAML_CHARS = 1 << 20
 MAX_YAML_VALUES = 50_000
 
