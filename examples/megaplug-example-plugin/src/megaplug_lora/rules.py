@@ -7,12 +7,9 @@ completing the plugin's flags never does.
 
 from __future__ import annotations
 
+from typing import Callable
 
 from megaplug import Draft
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Callable
 
 # -- normalize -------------------------------------------------------------------------
 
