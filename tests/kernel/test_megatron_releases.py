@@ -212,7 +212,8 @@ def test_a_flag_the_target_lacks_is_unrecognized_and_says_where_it_exists():
 
 
 def test_a_flag_only_an_older_release_has_resolves_there():
-    resolved = megaplug.resolve([*CORE, "--use-legacy-models"], target=_target("0.15.3"))
+    resolved = megaplug.resolve([*CORE, "--use-legacy-models", "--ckpt-format", "torch"],
+                                target=_target("0.15.3"))
     assert resolved.use_legacy_models is True
 
 
