@@ -584,7 +584,9 @@ def bench_torch_types(repeat: int) -> None:
         for mode in ("plain", "torch"):
             out = subprocess.run(runs[f"facade, {mode} dtypes"], capture_output=True, text=True,
                                  env=_with_bytecode(None), check=True).stdout
-            facts = json.loads(out)
+            # the last line: with torch dtypes the facade prints Megatron's argument table first,
+            # as Megatron's own parse_and_validate_args does
+            facts = json.loads(out.strip().splitlines()[-1])
             print(f"  {mode} dtypes: torch imported {facts['torch_imported']}, "
                   f"megatron.core imported {facts['megatron_core_imported']}, "
                   f"params_dtype is {facts['params_dtype_type']}")
@@ -598,7 +600,7 @@ def bench_torch_types(repeat: int) -> None:
                 out = subprocess.run(runs[f"import torch; facade, {mode}"], text=True,
                                      capture_output=True, env=_with_bytecode(None),
                                      check=True).stdout
-                inside[mode].append(json.loads(out)["seconds"])
+                inside[mode].append(json.loads(out.strip().splitlines()[-1])["seconds"])
     for name, values in samples.items():
         print(f"    {name:<28} {stats(values)}")
     # The verdict: in processes that imported torch first, the facade's own time (from after
