@@ -67,3 +67,11 @@ def test_grad_reduce_in_bf16_sets_the_fsdp_comm_dtype_in_0_17_and_0_18(version, 
     else:
         assert config.megatron_fsdp_grad_comm_dtype == (TorchDType("bfloat16") if bf16
                                                         else None)
+
+
+@pytest.mark.parametrize("version,forced", [("0.14.0", False), ("0.17.1", False),
+                                            ("0.18.2", True), ("main", True)])
+def test_megatron_fsdp_turns_on_the_distributed_optimizer_from_0_18(version, forced):
+    config = resolved(version, "--use-megatron-fsdp", "--no-gradient-accumulation-fusion",
+                      "--ckpt-format", "fsdp_dtensor")
+    assert config.use_distributed_optimizer is forced

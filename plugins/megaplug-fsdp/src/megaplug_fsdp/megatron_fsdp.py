@@ -162,10 +162,15 @@ def derive_megatron_fsdp(config: Draft) -> None:
         return
     config.set("use_custom_fsdp", True, inputs=("use_megatron_fsdp",),
                reason="legacy name of --use-megatron-fsdp")
-    check_version_and_distributed_optimizer(config)
-    set_if_declared(config, "reuse_grad_buf_for_mxfp8_param_ag", False,
-                    inputs=("use_megatron_fsdp",),
-                    reason="Megatron-FSDP has no MXFP8 grad-buffer reuse step")
+    # up to 0.17 Megatron-FSDP neither asks for the distributed optimizer nor turns it on,
+    # and clears the MXFP8 grad-buffer reuse only with manual NCCL registration
+    early = config.env.line_before("megatron_core", "0.18")
+    if not early:
+        check_version_and_distributed_optimizer(config)
+    if not early or config.get("fsdp_manual_registration"):
+        set_if_declared(config, "reuse_grad_buf_for_mxfp8_param_ag", False,
+                        inputs=("use_megatron_fsdp",),
+                        reason="Megatron-FSDP has no MXFP8 grad-buffer reuse step")
     check_grouped_moe_parameters(config)
     check_sharding(config)
     check_environment_and_format(config)
