@@ -160,8 +160,9 @@ def test_a_config_file_is_the_launch_too(capsys, clean_env, tmp_path):
 
 
 def test_a_saved_resolve_output_is_the_launch_too(capsys, clean_env, tmp_path):
+    # legacy models take only torch checkpoints in 0.15 (its validate_args asserts it)
     code, out, _ = run(capsys, "resolve", "--assume", "megatron_core=0.15.0", *NO_MSC, "--",
-                       *VALID, "--use-legacy-models")
+                       *VALID, "--use-legacy-models", "--ckpt-format", "torch")
     assert code == 0
     saved = tmp_path / "resolved.json"
     saved.write_text(out)
@@ -204,8 +205,9 @@ def test_a_checkpoints_saved_arguments_are_the_launch(capsys, clean_env, tmp_pat
     from megaplug import TargetEnvironment, resolve
 
     target = TargetEnvironment(packages={"megatron_core": "0.15.0", "multistorageclient": None})
-    saved = resolve([*VALID, "--use-legacy-models", "--eval-interval", "500"], environ={},
-                    target=target).to_namespace(torch_types=True)
+    saved = resolve([*VALID, "--use-legacy-models", "--ckpt-format", "torch",
+                     "--eval-interval", "500"], environ={}, target=target).to_namespace(
+                         torch_types=True)
     checkpoint = tmp_path / "ckpt"
     (checkpoint / "iter_0000010" / "mp_rank_00").mkdir(parents=True)
     torch.save({"args": saved, "iteration": 10, "checkpoint_version": 3.0},
