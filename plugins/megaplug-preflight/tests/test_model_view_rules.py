@@ -104,6 +104,7 @@ CASES: list[tuple[str, list[str], list[tuple]]] = [
     # validate_args refuses modules with a full-iteration graph; pre-flight still sees the
     # whole layer captured (attention included)
     ("full iteration graphs whole layers", ["--cuda-graph-impl", "full_iteration",
+                                            "--no-check-for-nan-in-loss-and-grad",
                                             "--cuda-graph-modules", "mlp",
                                             "--recompute-granularity", "selective",
                                             "--attention-dropout", "0.1"],
