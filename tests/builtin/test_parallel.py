@@ -220,6 +220,9 @@ def test_deterministic_mode_rules_out_tp_comm_overlap():
     found = problems([*argv, "--deterministic-mode"])
     assert [p.flags for p in found] == [("--deterministic-mode", "--tp-comm-overlap")]
     assert found[0].message.startswith("--deterministic-mode cannot be used with --tp-comm-overlap")
+    # releases before 0.19 have no such check (their determinism set-up came with 0.19)
+    older = problems([*argv, "--deterministic-mode"], packages={"megatron_core": "0.18.2"})
+    assert not [p for p in older if "--tp-comm-overlap" in p.flags]
 
 
 def test_cuda_device_max_connections_must_be_1_for_tp_before_blackwell():
