@@ -16,7 +16,7 @@ from ._rules import RuleStep
 from .sources._declarations import reference_problems, unresolved
 from .sources._config_files import ConfigFileError, load_config_file, spelled_twice
 from .environment import TargetEnvironment
-from .environment._line_facts import fill_withheld, narrow, report_lines
+from .environment._line_facts import drop_withheld, fill_withheld, narrow, report_lines
 from .sources._command_line import NEGATIVE_NUMBER, Occurrence, split
 from .values._encoding import fresh
 from .hookspecs import HOOKS, PHASES
@@ -385,8 +385,8 @@ class Kernel:
                                               if not self._knock_on(p, sink.doubtful)]
         if sink.problems:
             raise ConfigError(_first_of_each(sink.problems), sink.warnings)
-        for dest in withheld:  # what the target's release line lacks is no part of the result
-            draft._values.pop(dest, None), draft._provenance.pop(dest, None)
+        # what the target's release line lacks is no part of the result
+        drop_withheld(self.table, draft._values, draft._provenance, withheld)
         return draft.resolved([record.name for record in order])
 
     def _phase_steps(self, record: PluginRecord, phase: str, draft: Draft,

@@ -363,3 +363,21 @@ def test_a_plain_launch_resolves_in_every_line(line):
     """Pre-flight included: 0.16's two separate SM counts (20, 16) are no disagreement."""
     resolved = megaplug.resolve(CORE, target=_target(line))
     assert resolved.num_layers == 2 and "preflight" in resolved.plugins
+
+
+# -- a rule changing a setting the line names differently ------------------------------------
+
+@pytest.mark.parametrize("version, key", [("0.16.1", "enable_gloo_process_groups"),
+                                          ("0.19.2", "use_gloo_process_groups")])
+def test_a_rules_change_reaches_the_lines_own_name_for_the_setting(version, key):
+    """A fake process group turns Gloo groups off: in 0.16, whose flag sets
+    enable_gloo_process_groups, that is the key the release's own rule sets."""
+    environ = {"RANK": "0", "WORLD_SIZE": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "1"}
+    plain = megaplug.resolve(CORE, environ=environ, target=_target(version))
+    faked = megaplug.resolve([*CORE, "--fake-process-group"], environ=environ,
+                             target=_target(version))
+    assert getattr(plain, key) is True and getattr(faked, key) is False
+    assert faked.source(key).source == "derived"
+    assert faked.source(key).rule == "derive_fake_process_group"
+    other = {"enable_gloo_process_groups", "use_gloo_process_groups"} - {key}
+    assert not other & set(faked.to_dict())

@@ -204,6 +204,22 @@ def fill_withheld(table: Any, values: dict[str, Any], provenance: dict[str, Any]
 _SWITCHES = {"store_true", "store_false"}
 
 
+def drop_withheld(table: Any, values: dict[str, Any], provenance: dict[str, Any],
+                  withheld: list[str]) -> None:
+    """Take the settings :func:`fill_withheld` gave the rules back out of the result. Where
+    a rule changed one the line names differently (a fake process group turns off Gloo
+    groups: megaplug's ``use_gloo_process_groups``, 0.16's ``enable_gloo_process_groups``),
+    the line's own setting takes the new value first, as that release's rule sets it."""
+    renamed = renamed_settings(table)
+    for dest in withheld:
+        value, given = values.pop(dest, None), provenance.pop(dest, None)
+        if dest in renamed and given is not None and given.source in ("normalized", "derived"):
+            theirs, inverted = renamed[dest]
+            if theirs in values:
+                values[theirs] = (not value) if inverted else value
+                provenance[theirs] = given
+
+
 def renamed_settings(table: Any) -> dict[str, tuple[str, bool]]:
     """The settings of megaplug's newest line that the table's line names differently:
     withheld setting -> (the line's own setting, whether its value reads the other way
