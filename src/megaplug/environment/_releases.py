@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import sys
 
+from .._startup import version_in
 from ._megatron_lines import LINES, PACKAGE
 
 TYPE_CHECKING = False
@@ -147,7 +148,7 @@ def _importable_version() -> tuple[str | None, str]:
         location = os.path.join(entry or os.getcwd(), "megatron")
         if not os.path.isfile(os.path.join(location, "__init__.py")):
             continue
-        installed = _version_in(entry or os.getcwd())
+        installed = version_in(entry or os.getcwd(), (PACKAGE,))
         if installed is not None:
             return installed, "installed megatron-core"
         found = _package_info_version(os.path.join(location, "core"))
@@ -155,19 +156,6 @@ def _importable_version() -> tuple[str | None, str]:
             return found, f"megatron.core's package_info in {location}"
         return None, "megatron importable here, without a version"
     return None, "no megatron-core installed or stated"
-
-
-def _version_in(site: str) -> str | None:
-    """The version of a ``megatron_core-VERSION.dist-info`` directory in ``site``, if any."""
-    try:
-        entries = os.listdir(site)
-    except OSError:
-        return None
-    for entry in entries:
-        name, _, rest = entry.partition("-")
-        if rest.endswith(".dist-info") and name.lower().replace("-", "_") == "megatron_core":
-            return rest[: -len(".dist-info")]
-    return None
 
 
 def _package_info_version(core_dir: str) -> str | None:
