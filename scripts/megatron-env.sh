@@ -44,8 +44,27 @@ older_releases() {
     done
 }
 
+# megaplug-bridge's judges beside the environment (never in it): Megatron's config container
+# loads YAML through omegaconf (PretrainConfigContainer.from_yaml), and Megatron-Bridge's
+# code alone, its config modules' own imports listed in docs/interop.md. Installed with
+# --no-deps into one directory the bridge plugin's tier tests put on sys.path.
+INTEROP_PACKAGES="omegaconf==2.3.0 antlr4-python3-runtime==4.9.3 megatron-bridge==0.6.2"
+INTEROP_DIR="${MEGAPLUG_MEGATRON_INTEROP:-$RELEASES_DIR/megaplug-interop-py312}"
+
+interop_packages() {
+    if [ ! -f "$INTEROP_DIR/.megaplug-stamp" ] || [ "$(cat "$INTEROP_DIR/.megaplug-stamp")" != "$INTEROP_PACKAGES" ]; then
+        echo "megatron-env: $INTEROP_PACKAGES in $INTEROP_DIR" >&2
+        rm -rf "$INTEROP_DIR"
+        # shellcheck disable=SC2086
+        "$ENV_DIR/bin/python" -m pip install --quiet --no-deps --target "$INTEROP_DIR" \
+            $INTEROP_PACKAGES 2>&1 | { grep -v "^WARNING: Location" || true; } >&2
+        echo "$INTEROP_PACKAGES" > "$INTEROP_DIR/.megaplug-stamp"
+    fi
+}
+
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && "$ENV_DIR/bin/python" -c 'import megatron.core, megatron.training.arguments' >/dev/null 2>&1; then
     older_releases
+    interop_packages
     echo "$ENV_DIR/bin/python"; exit 0
 fi
 
@@ -59,4 +78,5 @@ mkdir -p "$(dirname "$ENV_DIR")"
 "$ENV_DIR/bin/python" -m pip install --quiet $WANT >&2
 echo "$WANT" > "$STAMP"
 older_releases
+interop_packages
 echo "$ENV_DIR/bin/python"

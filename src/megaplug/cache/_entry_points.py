@@ -143,6 +143,17 @@ def read_entry_points(group: str = GROUP) -> list[EntryPointInfo] | None:
     return None if rows is None else [EntryPointInfo(*row) for row in rows]
 
 
+def group_entry_points(group: str) -> list[Any]:
+    """``group``'s entry points (each with ``name`` and ``load()``): read from the metadata
+    directories, or, for an unusual installation, as ``importlib.metadata`` finds them.
+    For the groups through which distributions extend a command (``megaplug.memory``,
+    ``megaplug.export``, ``megaplug.config_formats``, ...)."""
+    entries = read_entry_points(group)
+    if entries is None:
+        entries = list(_startup.metadata().entry_points(group=group))
+    return entries
+
+
 _MEMO: list[EntryPointInfo] | None = None
 
 

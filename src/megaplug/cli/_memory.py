@@ -36,14 +36,9 @@ _INSTALL = "pip install megaplug-memory (or plugins/megaplug-memory in this repo
 
 def estimator() -> Callable[..., Any]:
     """The ``report`` entry point of the ``megaplug.memory`` group, loaded."""
-    from ..cache._entry_points import read_entry_points
+    from ..cache._entry_points import group_entry_points
 
-    entries = read_entry_points(GROUP)
-    if entries is None:  # an unusual installation: ask importlib.metadata itself
-        from .._startup import metadata
-
-        entries = list(metadata().entry_points(group=GROUP))
-    found = [entry for entry in entries if entry.name == "report"]
+    found = [entry for entry in group_entry_points(GROUP) if entry.name == "report"]
     if not found:
         raise UsageError(f"megaplug memory: no memory estimator is installed ({_INSTALL})")
     return found[0].load()  # type: ignore[no-any-return]

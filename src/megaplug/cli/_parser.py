@@ -21,8 +21,8 @@ EXIT_FLUSH_FAILED = 120  # the interpreter's own code when flushing stdout at ex
 EXIT_OUTPUT_FAILED = EXIT_FLUSH_FAILED  # however the write failed, the same answer
 EXIT_INTERRUPTED = 128 + 2  # 128 + SIGINT, what the shell reports for a tool stopped by Ctrl-C
 
-COMMANDS = ("list", "flags", "resolve", "explain", "diff", "upgrade", "memory", "schema",
-            "completion", "docs")
+COMMANDS = ("list", "flags", "resolve", "explain", "diff", "upgrade", "memory", "export",
+            "import", "schema", "completion", "docs")
 
 _TRAINING_FLAGS_EPILOG = """\
 ARGS are the training flags, after `--`, exactly as a training script takes them:
@@ -61,7 +61,8 @@ def build_parser(completing: bool = False, only: str | None = None) -> argparse.
     adders: dict[str, Callable[[Any], None]] = {
         "list": _add_list, "flags": _add_flags, "resolve": _add_resolve,
         "explain": _add_explain, "diff": lambda c: _add_diff(c, with_sides=not completing),
-        "upgrade": _add_upgrade, "memory": _add_memory, "schema": _add_schema,
+        "upgrade": _add_upgrade, "memory": _add_memory, "export": _add_export,
+        "import": _add_import, "schema": _add_schema,
         "completion": _add_completion,
         "docs": _add_docs}
     for name, add in adders.items():
@@ -189,6 +190,52 @@ def _add_memory(commands: Any) -> None:
                         help="output format (default: text)")
     _resolve_options(memory)
     _plugin_options(memory)
+
+
+def _add_export(commands: Any) -> None:
+    """``megaplug export`` (cli/_interop.py; the formats are plugin distributions')."""
+    export = _command(commands, "export",
+                      "the launch in another config dialect (a format a plugin provides)",
+                      usage="megaplug export --to FORMAT [--format yaml|json] [-o FILE] "
+                            "[SOURCE] [options] [--] ARGS...",
+                      epilog="SOURCE is a config file (in any format an installed reader knows) "
+                             "or a checkpoint directory.\n  megaplug export --to mlm-config -- "
+                             "--num-layers 24 ...\n" + _TRAINING_FLAGS_EPILOG.format(
+                                 command="export --to mlm-config"))
+    export.add_argument("source", nargs="?", metavar="SOURCE",
+                        help="a config file or checkpoint directory")
+    export.add_argument("--to", required=True, metavar="FORMAT",
+                        help="the format (mlm-config: Megatron-LM's config container YAML)")
+    export.add_argument("--format", choices=("yaml", "json"), default="yaml",
+                        help="yaml: the file as the format's own program writes it; json: it "
+                             "and the settings it has no home for (default: yaml)")
+    export.add_argument("-o", "--output", metavar="FILE", help="write to FILE, not stdout")
+    _resolve_options(export)
+    _plugin_options(export)
+
+
+def _add_import(commands: Any) -> None:
+    """``megaplug import`` (cli/_interop.py; the formats are plugin distributions')."""
+    imported = _command(commands, "import",
+                        "the training flags that reproduce a config in another dialect",
+                        usage="megaplug import FORMAT FILE [--to VERSION] [OVERRIDES...]",
+                        epilog="OVERRIDES change FILE first, as Megatron-Bridge's launcher "
+                               "takes them: key=value,\n+key=value (a new key), ~key (remove "
+                               "it); keys are dotted paths (train.train_iters=10).\n"
+                               "  megaplug import mlm-config run.yaml train.train_iters=10")
+    imported.add_argument("format_name", metavar="FORMAT",
+                          help="the file's format (mlm-config: Megatron-LM's config container)")
+    imported.add_argument("file", metavar="FILE", help="the config file")
+    imported.add_argument("overrides", nargs="*", metavar="OVERRIDES",
+                          help="Hydra-style overrides applied to FILE first")
+    imported.add_argument("--to", dest="to_version", metavar="VERSION",
+                          help="the megatron-core release the flags are for (default: the "
+                               "installed one, else the newest supported)")
+    imported.add_argument("--format", choices=("text", "json"), default="text",
+                          help="text: a command line; json: the flags and the fields no "
+                               "flag sets (default: text)")
+    imported.add_argument("--assume", action="append", default=[], metavar="NAME=VERSION",
+                          help="assume package NAME is installed at VERSION on the target")
 
 
 def _add_schema(commands: Any) -> None:

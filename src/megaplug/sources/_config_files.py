@@ -67,7 +67,39 @@ def load_config_file(path: str) -> dict[str, Any]:
         raise ConfigFileError(
             f"{where} must hold a mapping of settings, not {type(data).__name__}"
         )
+    if FORMAT_MARKER in data:
+        return _in_another_format(data, where)
     return data
+
+
+#: The key that marks a file written in another program's config format: an object
+#: container (Megatron's ``PretrainConfigContainer``, Megatron-Bridge's ``ConfigContainer``)
+#: names its class there. No setting is named so, and a plain settings file never pays for
+#: the readers below.
+FORMAT_MARKER = "_target_"
+#: The entry-point group of config-format readers. Each is ``read(data, where)``: the
+#: settings (names and values as a megaplug config file gives them) ``data`` stands for,
+#: ``None`` when it is not that format, or ``ValueError`` saying why it cannot be read.
+FORMATS_GROUP = "megaplug.config_formats"
+
+
+def _in_another_format(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """``data``'s settings, as the first installed reader that knows its format reads them."""
+    from ..cache._entry_points import group_entry_points
+
+    readers = group_entry_points(FORMATS_GROUP)
+    for entry in readers:
+        try:
+            settings = entry.load()(data, where)
+        except ValueError as exc:
+            raise ConfigFileError(str(exc)) from None
+        if settings is not None:
+            return dict(settings)
+    known = ", ".join(entry.name for entry in readers) or "none installed"
+    raise ConfigFileError(
+        f"{where} is a {data[FORMAT_MARKER]!r} ({FORMAT_MARKER} names its class), a format "
+        f"no installed reader knows (readers: {known}; a distribution adds one under the "
+        f"{FORMATS_GROUP} entry-point group)")
 
 
 def take_config_files(argv: Sequence[str]) -> tuple[list[str], list[str]]:

@@ -1,0 +1,363 @@
+"""``--to mlm-config``: Megatron-LM's own config container YAML, both ways.
+
+Export resolves the launch with megaplug (every problem at once, the target's packages
+assumed) and hands the namespace to the release's own builders --
+``gpt_config_from_args`` and ``pretrain_cfg_container_from_args`` -- then writes the YAML
+as ``ConfigContainerBase.to_yaml`` does. So the file is the one that release writes for
+that launch, by construction of the code that reads it; what megaplug adds is the launch
+itself (flags, config files, saved resolve outputs, checkpoints), validation before
+anything is built, and the flags the container has no home for, named with the reason.
+It needs the release's code (megatron-core 0.18 or later importable), imported only here.
+
+Import and the config-format reader are torch-free: :mod:`._container` reads the YAML back
+as settings, and the flag table of the target release says which are flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+
+from ._container import ContainerError, apply_overrides, is_container, read_settings
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Iterator, Mapping
+
+_NEEDS_MEGATRON = ("--to mlm-config builds the container with Megatron's own classes: it needs "
+                   "megatron-core 0.18 or later importable here (pip install "
+                   "'megatron-core>=0.18')")
+
+#: Why a given flag has no home in the container, by the plugin that owns it; anything
+#: else is read by Megatron's training code from the namespace, never by the builders.
+NO_HOME_REASONS = {
+    "data": "the container has no dataset section in Megatron 0.18/0.19 (container.py: "
+            "'dataset: GPTDatasetConfig # TODO'); the entry script builds datasets from args",
+}
+NO_HOME_DEFAULT = ("no field of the container holds it: Megatron's builders never read it "
+                   "(the training code reads it from args)")
+NO_MODEL = ("the model section needs the vocabulary size, which Megatron learns by building "
+            "the tokenizer; give --vocab-size (NullTokenizer) or a tokenizer whose files are "
+            "readable here")
+
+
+_REFUSED_HERE = ("a check of a package or kernel this machine lacks passes where the job "
+                 "runs; export there, or assume the package with --assume")
+
+
+class Exported:
+    """An export: the text to write and every given setting left out, with its reason."""
+
+    def __init__(self, text: str, not_exported: list[dict[str, Any]]) -> None:
+        self.text = text
+        self.not_exported = not_exported
+
+
+class Imported:
+    """An import: the command line, and the container fields no flag reproduces (they are
+    the release's own, computed again from the flags)."""
+
+    def __init__(self, argv: list[str], one_way: dict[str, str]) -> None:
+        self.argv = argv
+        self.one_way = one_way
+
+
+# -- export ------------------------------------------------------------------------------
+
+def export(launch: Mapping[str, Any], output_format: str) -> Exported:
+    """The launch as ``PretrainConfigContainer`` YAML (``output_format`` ``yaml``) or as JSON
+    holding it and what was left out (``json``). ``launch`` holds ``argv``, ``environ``,
+    ``args_defaults``, ``target`` and ``preflight``, as ``megaplug export`` builds them.
+    Raises ``ValueError`` saying why the container cannot be built (megaplug's problems
+    come as ``megaplug.megatron.ConfigError``)."""
+    if importlib.util.find_spec("megatron") is None or \
+            importlib.util.find_spec("megatron.training.argument_utils") is None:
+        raise ValueError(_NEEDS_MEGATRON)
+    from megaplug.megatron import parse_and_validate_args, provenance
+
+    namespace = parse_and_validate_args(
+        argv=list(launch["argv"]), environ=launch["environ"],
+        args_defaults=dict(launch.get("args_defaults") or {}), target=launch["target"],
+        torch_types=True, register=False, preflight=launch.get("preflight"),
+        print_arguments=False)
+    container, read, left_out = build_container(namespace, launch["target"])
+    not_exported = _not_exported(provenance(namespace), read, left_out)
+    text = container_yaml(container)
+    if output_format == "json":
+        import yaml
+
+        from megaplug.values._encoding import to_json
+
+        text = to_json({"format": "mlm-config", "config": yaml.safe_load(text),
+                        "not_exported": not_exported}) + "\n"
+    return Exported(text, not_exported)
+
+
+def build_container(namespace: argparse.Namespace, target: Any = None,
+                    ) -> tuple[Any, set[str], list[dict[str, Any]]]:
+    """Megatron's ``PretrainConfigContainer`` for a resolved namespace, as ``pretrain_gpt.py``
+    (``pretrain_hybrid.py`` for a hybrid layer pattern) builds it: (the container, the namespace attributes the builders read, what was left
+    out). The vocabulary comes from the tokenizer when no size is given, as
+    ``parse_and_validate_args`` builds it; without one the model section is left out (and
+    named)."""
+    import warnings
+
+    from megatron.training.argument_utils import gpt_config_from_args, hybrid_config_from_args
+    from megatron.training.argument_utils import pretrain_cfg_container_from_args
+
+    recorded = _Recording(**vars(namespace))
+    left_out = []
+    with _targeting(target), warnings.catch_warnings():
+        # "It is recommended to use a ModelConfig": given one, or named as left out
+        warnings.simplefilter("ignore", UserWarning)
+        model = None
+        try:
+            if _vocabulary_known(recorded):
+                # pretrain_hybrid.py's model for a hybrid layer pattern, else pretrain_gpt.py's
+                model = (hybrid_config_from_args if recorded.hybrid_layer_pattern is not None
+                         else gpt_config_from_args)(recorded)
+            else:
+                left_out.append({"section": "model", "reason": NO_MODEL})
+            container = pretrain_cfg_container_from_args(recorded, model)
+        except (AssertionError, ValueError) as exc:
+            # the config classes' own checks, some of which look for Transformer Engine's
+            # fused kernels in this process
+            raise ValueError(f"{exc} (raised by Megatron's config classes as they were "
+                             "built: " + _REFUSED_HERE + ")") from None
+    return container, recorded._read, left_out
+
+
+def container_yaml(container: Any) -> str:
+    """The YAML ``ConfigContainerBase.to_yaml`` writes for ``container`` (its dictionary,
+    dumped by ``yaml.safe_dump`` under Megatron's own representers)."""
+    import yaml
+    from megatron.training.config.yaml_utils import safe_yaml_representers
+
+    with safe_yaml_representers():
+        return str(yaml.safe_dump(container.to_dict(), default_flow_style=False))
+
+
+class _Recording(argparse.Namespace):
+    """A namespace that remembers which attributes were read (``hasattr`` included)."""
+
+    def __init__(self, **values: Any) -> None:
+        object.__setattr__(self, "_read", set())
+        super().__init__(**values)
+
+    def __getattribute__(self, name: str) -> Any:
+        if not name.startswith("_"):
+            object.__getattribute__(self, "_read").add(name)
+        return object.__getattribute__(self, name)
+
+
+def _vocabulary_known(args: Any) -> bool:
+    """Whether the vocabulary size is known; a buildable tokenizer sets it, as Megatron's
+    ``set_global_variables`` does."""
+    if getattr(args, "padded_vocab_size", None) is not None or args.vocab_size is not None:
+        return True
+    try:
+        from megatron.training import global_vars
+
+        with contextlib.redirect_stdout(None):
+            global_vars.build_tokenizer(args)
+    except Exception:  # the tokenizer's own failure (missing files, no package): no model
+        return False
+    return getattr(args, "padded_vocab_size", None) is not None
+
+
+@contextlib.contextmanager
+def _targeting(target: Any) -> Iterator[None]:
+    """Megatron's Transformer Engine probe answering with the target's version (the
+    config classes check it as they are built): ``--assume transformer_engine=2.17.1``
+    exports for that cluster from a machine without it."""
+    import megatron.core.utils as core_utils
+
+    version = target.package_version("transformer_engine") if target is not None else None
+    saved = core_utils._te_version
+    if version is not None:
+        from packaging.version import Version
+
+        core_utils._te_version = Version(version)
+    try:
+        yield
+    finally:
+        core_utils._te_version = saved
+
+
+def _not_exported(provenance: Mapping[str, Any], read: set[str],
+                  left_out: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every setting the launch gives that no builder read, with its flag and reason."""
+    rows = list(left_out)
+    for dest, record in sorted(provenance.items()):
+        if record is None or record.source not in ("command-line", "config-file",
+                                                   "environment") or dest in read:
+            continue
+        flag = record.detail if record.source == "command-line" else dest
+        rows.append({"flag": flag, "dest": dest, "plugin": record.plugin,
+                     "reason": NO_HOME_REASONS.get(record.plugin or "", NO_HOME_DEFAULT)})
+    return rows
+
+
+# -- import ------------------------------------------------------------------------------
+
+def import_config(path: str, overrides: list[str], target: Any) -> Imported:
+    """The Megatron-LM command line reproducing the container YAML at ``path`` (with
+    Hydra-style ``overrides`` applied) on the ``target`` release. Raises ``ValueError``
+    naming every mistake."""
+    data = _read_container(path)
+    mistakes = apply_overrides(data, overrides)
+    if mistakes:
+        raise ContainerError("\n".join(mistakes))
+    import megaplug
+
+    kernel, _ = megaplug.load(target=target)
+    settings = read_settings(data, lambda dest: _settable(kernel.table, dest))
+    if settings.problems:
+        raise ContainerError("\n".join(f"{path}: {problem}" for problem in settings.problems))
+    flags, unexpressed = command_line(kernel, settings.values, settings.one_way)
+    if unexpressed:
+        raise ContainerError("\n".join(f"{path}: {line}" for line in unexpressed))
+    return Imported(minimal(flags, target, settings.one_way), settings.one_way)
+
+
+def _read_container(path: str) -> dict[str, Any]:
+    from megaplug.sources._files import UntrustedInputError, parse_yaml, read_text_file
+
+    try:
+        data = parse_yaml(read_text_file(path, "config container"), f"config container {path}")
+    except (UntrustedInputError, OSError) as exc:
+        raise ContainerError(str(exc)) from None
+    if not is_container(data):
+        found = data.get("_target_") if isinstance(data, dict) else type(data).__name__
+        raise ContainerError(f"{path} is no Megatron-LM config container (its _target_ is "
+                             f"{found!r}; `megaplug export --to mlm-config` writes one)")
+    return data
+
+
+def _settable(table: Any, dest: str) -> bool:
+    specs = table.by_dest.get(dest, ())
+    return any(spec.kind == "flag" for spec in specs)
+
+
+def minimal(flags: dict[str, tuple[list[str], Any]], target: Any,
+            one_way: dict[str, str]) -> list[str]:
+    """The command line of ``flags`` (dest -> (tokens, value)) without the flags whose value
+    the release derives anyway from the others: the container holds derived values too
+    (``start_weight_decay`` beside ``weight_decay``), and giving one the user never gave
+    changes what the release checks. Built up from nothing: each round adds the flags whose
+    value a resolve of those kept so far does not reach, until none is missing; those never
+    added are noted in ``one_way``."""
+    from megaplug.values._encoding import encode
+
+    kept: dict[str, tuple[list[str], Any]] = {}
+    for _round in range(len(flags) + 1):
+        values = _resolved_as_far_as_possible(kept, target)
+        missing = {dest: entry for dest, entry in flags.items() if dest not in kept
+                   and (dest not in values or encode(values[dest]) != encode(entry[1]))}
+        if not missing:
+            break
+        kept.update(missing)
+    for dest in reversed(list(kept)):  # what a later round's flags now derive
+        trial = {other: entry for other, entry in kept.items() if other != dest}
+        values = _resolved_as_far_as_possible(trial, target)
+        if dest in values and encode(values[dest]) == encode(flags[dest][1]):
+            kept = trial
+    for dest in flags:
+        if dest not in kept:
+            one_way[dest] = "derived by the release from the other flags"
+    return [token for dest, (tokens, _) in flags.items() if dest in kept for token in tokens]
+
+
+def _resolved_as_far_as_possible(flags: dict[str, tuple[list[str], Any]],
+                                 target: Any) -> dict[str, Any]:
+    from megaplug.megatron import ConfigError, parse_and_validate_args
+
+    argv = [token for tokens, _ in flags.values() for token in tokens]
+    try:
+        namespace = parse_and_validate_args(argv=argv, environ={}, target=target,
+                                            torch_types=False, register=False,
+                                            preflight=False, print_arguments=False)
+    except ConfigError as exc:
+        return {} if exc.partial is None else exc.partial.to_dict()
+    return vars(namespace)
+
+
+def command_line(kernel: Any, values: Mapping[str, Any], one_way: dict[str, str],
+                 ) -> tuple[dict[str, tuple[list[str], Any]], list[str]]:
+    """The flags giving ``values`` (settings at their declared default left out):
+    ({dest: (tokens, value)}, what no flag can say). A switch that is off (``false`` for a flag that only
+    turns it on) and a ``null`` are what giving no flag means; a ``null`` the release then
+    fills is noted in ``one_way``."""
+    from megaplug._errors import Problem
+    from megaplug.values._encoding import encode
+
+    flags: dict[str, tuple[list[str], Any]] = {}
+    unexpressed: list[str] = []
+    for dest, raw in values.items():
+        specs = [spec for spec in kernel.table.by_dest[dest] if spec.kind == "flag"]
+        value = kernel.convert(specs[0], raw, source="config-file", detail="container")
+        if isinstance(value, Problem):
+            unexpressed.append(value.message)
+            continue
+        if encode(value) == encode(specs[0].default):
+            continue
+        if value is False and all(spec.action == "store_true" for spec in specs):
+            continue
+        if value is None:
+            one_way[dest] = "null in the container: the release's own value for no flag"
+            continue
+        spelled = _spelled(specs, value)
+        if spelled is None:
+            unexpressed.append(f"no flag sets {dest} to {raw!r}")
+        else:
+            flags[dest] = (spelled, value)
+    return flags, unexpressed
+
+
+def _spelled(specs: list[Any], value: Any) -> list[str] | None:
+    """The tokens of one flag giving ``value``, or None when none can."""
+    for spec in specs:
+        spelling = spec.option_strings[0]
+        if spec.action == "store_true" and value is True:
+            return [spelling]
+        if spec.action == "store_false" and value is False:
+            return [spelling]
+        if spec.action == "store" and value is not None:
+            items = value if isinstance(value, (list, tuple)) else [value]
+            return [spelling, *(_token(item) for item in items)]
+    return None
+
+
+def _token(value: Any) -> str:
+    import enum
+
+    if isinstance(value, enum.Enum):
+        return value.name
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+# -- the config-format reader ------------------------------------------------------------
+
+def read_as_settings(data: Mapping[str, Any], where: str) -> dict[str, Any] | None:
+    """A config container's settings where megaplug reads a config file (``--config``, a
+    SOURCE), ``None`` for a mapping that is not one. Settings at their declared default are
+    left out, so only what the launch chose counts as given."""
+    if not is_container(data):
+        return None
+    import megaplug
+    from megaplug.values._encoding import encode
+
+    kernel, _ = megaplug.load()
+    settings = read_settings(data, lambda dest: _settable(kernel.table, dest))
+    if settings.problems:
+        raise ContainerError("; ".join(f"{where}: {problem}" for problem in settings.problems))
+    chosen = {}
+    for dest, raw in settings.values.items():
+        spec = next(spec for spec in kernel.table.by_dest[dest] if spec.kind == "flag")
+        value = kernel.convert(spec, raw, source="config-file", detail=where)
+        if encode(value) != encode(spec.default):
+            chosen[dest] = raw
+    return chosen
