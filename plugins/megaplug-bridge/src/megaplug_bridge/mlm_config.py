@@ -258,15 +258,52 @@ def minimal(flags: dict[str, tuple[list[str], Any]], target: Any,
         if not missing:
             break
         kept.update(missing)
-    for dest in reversed(list(kept)):  # what a later round's flags now derive
-        trial = {other: entry for other, entry in kept.items() if other != dest}
-        values = _resolved_as_far_as_possible(trial, target)
-        if dest in values and encode(values[dest]) == encode(flags[dest][1]):
-            kept = trial
+    kept = _pruned(kept, target)
     for dest in flags:
         if dest not in kept:
             one_way[dest] = "derived by the release from the other flags"
     return [token for dest, (tokens, _) in flags.items() if dest in kept for token in tokens]
+
+
+def _pruned(kept: dict[str, tuple[list[str], Any]], target: Any,
+            ) -> dict[str, tuple[list[str], Any]]:
+    """``kept`` less the flags a later round's flags now derive: each left out alone, or two
+    together where each alone leaves a check failing (``--start-weight-decay`` and
+    ``--end-weight-decay`` given at ``--weight-decay``'s value are refused only together)."""
+    import itertools
+
+    def reached(trial: dict[str, tuple[list[str], Any]], dests: tuple[str, ...]) -> bool:
+        values = _resolved_as_far_as_possible(trial, target)
+        return all(dest in values and encode(values[dest]) == encode(kept[dest][1])
+                   for dest in dests)
+
+    from megaplug.values._encoding import encode
+
+    for dest in reversed(list(kept)):
+        trial = {other: entry for other, entry in kept.items() if other != dest}
+        if reached(trial, (dest,)):
+            kept = trial
+    blamed = _blamed(kept, target)
+    for pair in itertools.combinations(sorted(blamed), 2):
+        if all(dest in kept for dest in pair):
+            trial = {other: entry for other, entry in kept.items() if other not in pair}
+            if not _blamed(trial, target) & set(pair) and reached(trial, pair):
+                kept = trial
+    return kept
+
+
+def _blamed(flags: dict[str, tuple[list[str], Any]], target: Any) -> set[str]:
+    """The settings among ``flags`` whose flags a problem of their resolve names."""
+    from megaplug.megatron import ConfigError, parse_and_validate_args
+
+    argv = [token for tokens, _ in flags.values() for token in tokens]
+    try:
+        parse_and_validate_args(argv=argv, environ={}, target=target, torch_types=False,
+                                register=False, preflight=False, print_arguments=False)
+    except ConfigError as exc:
+        named = {flag for problem in exc.problems for flag in problem.flags}
+        return {dest for dest, (tokens, _) in flags.items() if tokens[0] in named}
+    return set()
 
 
 def _resolved_as_far_as_possible(flags: dict[str, tuple[list[str], Any]],
