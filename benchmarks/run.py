@@ -316,6 +316,58 @@ def bench_commands(repeat: int) -> None:
         }, repeat))
 
 
+# -- 10. export / import start-up (megaplug-bridge) --------------------------------------
+
+#: A config container as Megatron's to_yaml writes one (cut down to the model and training
+#: sections): what `megaplug import mlm-config` reads.
+CONTAINER_YAML = textwrap.dedent("""\
+    _target_: megatron.training.config.container.PretrainConfigContainer
+    model:
+      _target_: megatron.training.models.gpt.GPTModelConfig
+      seq_length: 4096
+      should_pad_vocab: true
+      vocab_size: 32000
+      transformer:
+        _target_: megatron.core.transformer.transformer_config.TransformerConfig
+        num_layers: 24
+        hidden_size: 2048
+        num_attention_heads: 16
+        bf16: true
+    train:
+      _target_: megatron.training.config.training_config.TrainingConfig
+      micro_batch_size: 2
+      train_iters: 10
+    """)
+#: The issue's bar for export and import where Megatron-Bridge is not needed.
+INTEROP_MARGIN_S = 0.050
+
+
+def bench_interop(repeat: int) -> None:
+    print("\n10. export / import (megaplug-bridge) vs resolve of the same launch")
+    command = megaplug_command()
+    argv = ["--num-layers", "24", "--hidden-size", "2048", "--num-attention-heads", "16",
+            "--seq-length", "4096", "--max-position-embeddings", "4096", "--micro-batch-size",
+            "2", "--vocab-size", "32000", "--bf16", "--train-iters", "10"]
+    with tempfile.TemporaryDirectory() as scratch:
+        container = Path(scratch) / "run.yaml"
+        container.write_text(CONTAINER_YAML)
+        runs = {"resolve": Run([*command, "resolve", "--", *argv]),
+                "import mlm-config": Run([*command, "import", "mlm-config", str(container)]),
+                "resolve --config CONTAINER": Run([*command, "resolve", "--config",
+                                                   str(container), "--", "--seq-length",
+                                                   "4096"])}
+        samples = interleaved(runs, repeat)
+    for name, values in samples.items():
+        print(f"    {name:<34} {stats(values)}")
+    base = statistics.median(samples["resolve"])
+    for name, values in samples.items():
+        if name != "resolve":
+            extra = statistics.median(v - b for v, b in zip(values, samples["resolve"]))
+            target(f"{name} within {INTEROP_MARGIN_S * 1000:.0f} ms of resolve",
+                   f"{extra * 1000:+.0f} ms (resolve {base * 1000:.0f} ms)",
+                   extra <= INTEROP_MARGIN_S)
+
+
 # -- 5. in-process resolve by phase ------------------------------------------------------
 
 def bench_resolve_in_process(repeat: int) -> None:
@@ -628,11 +680,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--write", metavar="FILE", help="also write the results as Markdown")
-    parser.add_argument("--only", nargs="*", help="run only these sections (1-9)")
+    parser.add_argument("--only", nargs="*", help="run only these sections (1-10)")
     options = parser.parse_args()
     sections = {"1": bench_import, "2": bench_resolve_process, "3": bench_tensor_parallel,
                 "4": bench_commands, "5": bench_resolve_in_process, "6": bench_discovery_cache,
-                "7": bench_scaling, "8": bench_side_effects, "9": bench_torch_types}
+                "7": bench_scaling, "8": bench_side_effects, "9": bench_torch_types,
+                "10": bench_interop}
     load_before = os.getloadavg()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, repeat={options.repeat}, "
           f"load average {load_before[0]:.1f}")

@@ -24,7 +24,7 @@ SMALL = textwrap.dedent(f"""\
       save_optim: false
       load: /ckpt
     ddp:
-      _target_: megatron.core.distributed.distributed_data_parallel_config.DistributedDataParallelConfig
+      _target_: megatron.core.distributed.DistributedDataParallelConfig
       grad_reduce_in_fp32: true
     model:
       _builder_: megatron.training.models.gpt.GPTModelBuilder

@@ -14,7 +14,8 @@ group, by the name the command takes, as ``megaplug-bridge`` does::
 ``args_defaults``, ``target``, ``preflight``) and ``yaml`` or ``json``, and returns an
 object with ``text`` (what to write) and ``not_exported`` (one mapping per setting the
 format has no home for: ``flag`` or ``section``, and ``reason``).
-``import_config(path, overrides, target)`` returns an object with ``argv`` (the training
+``import_config(path, overrides, target, environ)`` (``environ``: the job's ``WORLD_SIZE``,
+when set) returns an object with ``argv`` (the training
 flags) and ``one_way`` (``{field: why}``: the format's values no flag sets). Either
 raises ``ValueError`` saying why it cannot (exit 2); megaplug's own problems with the
 launch come as its ``ConfigError`` (every problem, exit 2).
@@ -97,7 +98,7 @@ def run_import(options: argparse.Namespace, args: list[str]) -> int:
         [f"megatron_core={options.to_version}"] if options.to_version else [])]}
     target = target_from(argparse.Namespace(**stated))
     try:
-        imported = handler(options.file, [*options.overrides, *args], target)
+        imported = handler(options.file, [*options.overrides, *args], target, os.environ)
     except ValueError as exc:
         raise UsageError(f"megaplug import: {exc}") from None
     if options.format == "json":

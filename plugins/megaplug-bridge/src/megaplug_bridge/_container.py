@@ -53,6 +53,14 @@ RENAMED: dict[str, tuple[str, bool]] = {
     "model.share_embeddings_and_output_weights": ("untie_embeddings_and_output_weights", True),
 }
 
+#: Container fields holding a value megaplug computes (no flag of that name) that one flag
+#: gives directly: field path -> that flag's setting.
+GIVEN_BY: dict[str, str] = {
+    # --num-layers-per-virtual-pipeline-stage makes it too; the stage count says it plainly
+    "model.transformer.virtual_pipeline_model_parallel_size":
+        "num_virtual_stages_per_pipeline_rank",
+}
+
 #: Container fields no flag sets, and why: import leaves them to the release, which
 #: computes them again from the flags (the round trip in the Megatron tier checks it).
 CONTAINER_OWN: dict[str, str] = {
@@ -65,6 +73,19 @@ CONTAINER_OWN: dict[str, str] = {
     "model.should_pad_vocab": "whether the vocabulary size is the tokenizer's padded one",
     "ddp.megatron_fsdp_cuda_graph_mode": "Megatron-FSDP with CUDA graphs makes it",
     "ddp.fsdp_all_gather_in_start_param_sync": "whole-iteration CUDA graphs turn it off",
+}
+
+#: Flags Megatron's builders read into values its YAML then leaves out: functions and spec
+#: objects (``ModelConfig.as_dict`` skips what is callable), so no such file carries them.
+LEFT_OUT_BY_YAML: dict[str, str] = {
+    "spec": "the layer spec becomes a spec object, which to_yaml leaves out "
+            "(ModelConfig.as_dict skips callables)",
+    "init_method_xavier_uniform": "it makes the init methods functions, which to_yaml "
+                                  "leaves out (ModelConfig.as_dict skips callables)",
+    "squared_relu": "it picks the activation function, which to_yaml leaves out "
+                    "(ModelConfig.as_dict skips callables)",
+    "quick_geglu": "it picks the activation function, which to_yaml leaves out (the gated "
+                   "linear unit remains, and reads back as --swiglu)",
 }
 
 #: Megatron's dtype names in the YAML (``{_target_: torch.bfloat16, _call_: false}``) as
@@ -194,6 +215,9 @@ def read_settings(data: Mapping[str, Any], settable: Callable[[str], bool]) -> S
             dest, negated = RENAMED[path]
             found.give(dest, (not value) if negated and isinstance(value, bool) else
                        plain(value), path)
+        elif path in GIVEN_BY:
+            if value is not None:
+                found.give(GIVEN_BY[path], plain(value), path)
         elif path in CONTAINER_OWN:
             found.one_way[path] = CONTAINER_OWN[path]
         elif section == "model" and name == "vocab_size":
@@ -204,6 +228,12 @@ def read_settings(data: Mapping[str, Any], settable: Callable[[str], bool]) -> S
             found.one_way[path] = "no flag of this name; the container computes it"
     if isinstance(model, dict):
         _model_switches(found, model)
+    optimizer = data.get("optimizer")
+    if isinstance(optimizer, dict) and optimizer.get("use_layer_wise_distributed_optimizer"):
+        # --use-distributed-optimizer with an emerging optimizer (muon): the release
+        # replaces it by the layer-wise one and turns the element-wise one off
+        found.values["use_distributed_optimizer"] = True
+        found.origin["use_distributed_optimizer"] = "optimizer.use_layer_wise_distributed_optimizer"
     return found
 
 

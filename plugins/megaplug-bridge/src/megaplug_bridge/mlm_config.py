@@ -19,7 +19,8 @@ import argparse
 import contextlib
 import importlib.util
 
-from ._container import ContainerError, apply_overrides, is_container, read_settings
+from ._container import (LEFT_OUT_BY_YAML, ContainerError, apply_overrides, is_container,
+                         read_settings)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -97,10 +98,10 @@ def export(launch: Mapping[str, Any], output_format: str) -> Exported:
 def build_container(namespace: argparse.Namespace, target: Any = None,
                     ) -> tuple[Any, set[str], list[dict[str, Any]]]:
     """Megatron's ``PretrainConfigContainer`` for a resolved namespace, as ``pretrain_gpt.py``
-    (``pretrain_hybrid.py`` for a hybrid layer pattern) builds it: (the container, the namespace attributes the builders read, what was left
-    out). The vocabulary comes from the tokenizer when no size is given, as
-    ``parse_and_validate_args`` builds it; without one the model section is left out (and
-    named)."""
+    (``pretrain_hybrid.py`` for a hybrid layer pattern) builds it: (the container, the
+    namespace attributes the builders read, what was left out). The vocabulary comes from
+    the tokenizer when no size is given, as ``parse_and_validate_args`` builds it; without
+    one the model section is left out (and named)."""
     import warnings
 
     from megatron.training.argument_utils import gpt_config_from_args, hybrid_config_from_args
@@ -191,20 +192,25 @@ def _not_exported(provenance: Mapping[str, Any], read: set[str],
     rows = list(left_out)
     for dest, record in sorted(provenance.items()):
         if record is None or record.source not in ("command-line", "config-file",
-                                                   "environment") or dest in read:
+                                                   "environment"):
+            continue
+        if dest in read and dest not in LEFT_OUT_BY_YAML:
             continue
         flag = record.detail if record.source == "command-line" else dest
-        rows.append({"flag": flag, "dest": dest, "plugin": record.plugin,
-                     "reason": NO_HOME_REASONS.get(record.plugin or "", NO_HOME_DEFAULT)})
+        reason = LEFT_OUT_BY_YAML.get(dest) or NO_HOME_REASONS.get(record.plugin or "",
+                                                                   NO_HOME_DEFAULT)
+        rows.append({"flag": flag, "dest": dest, "plugin": record.plugin, "reason": reason})
     return rows
 
 
 # -- import ------------------------------------------------------------------------------
 
-def import_config(path: str, overrides: list[str], target: Any) -> Imported:
+def import_config(path: str, overrides: list[str], target: Any,
+                  environ: Mapping[str, str] | None = None) -> Imported:
     """The Megatron-LM command line reproducing the container YAML at ``path`` (with
-    Hydra-style ``overrides`` applied) on the ``target`` release. Raises ``ValueError``
-    naming every mistake."""
+    Hydra-style ``overrides`` applied) on the ``target`` release, for a job of
+    ``environ``'s ``WORLD_SIZE`` (the container holds none; default: the product of its
+    parallel sizes). Raises ``ValueError`` naming every mistake."""
     data = _read_container(path)
     mistakes = apply_overrides(data, overrides)
     if mistakes:
@@ -218,7 +224,8 @@ def import_config(path: str, overrides: list[str], target: Any) -> Imported:
     flags, unexpressed = command_line(kernel, settings.values, settings.one_way)
     if unexpressed:
         raise ContainerError("\n".join(f"{path}: {line}" for line in unexpressed))
-    return Imported(minimal(flags, target, settings.one_way), settings.one_way)
+    job = _job_of(flags, environ or {})
+    return Imported(minimal(flags, target, job, settings.one_way), settings.one_way)
 
 
 def _read_container(path: str) -> dict[str, Any]:
@@ -240,7 +247,7 @@ def _settable(table: Any, dest: str) -> bool:
     return any(spec.kind == "flag" for spec in specs)
 
 
-def minimal(flags: dict[str, tuple[list[str], Any]], target: Any,
+def minimal(flags: dict[str, tuple[list[str], Any]], target: Any, job: Mapping[str, str],
             one_way: dict[str, str]) -> list[str]:
     """The command line of ``flags`` (dest -> (tokens, value)) without the flags whose value
     the release derives anyway from the others: the container holds derived values too
@@ -252,20 +259,20 @@ def minimal(flags: dict[str, tuple[list[str], Any]], target: Any,
 
     kept: dict[str, tuple[list[str], Any]] = {}
     for _round in range(len(flags) + 1):
-        values = _resolved_as_far_as_possible(kept, target)
+        values = _resolved_as_far_as_possible(kept, target, job)
         missing = {dest: entry for dest, entry in flags.items() if dest not in kept
                    and (dest not in values or encode(values[dest]) != encode(entry[1]))}
         if not missing:
             break
         kept.update(missing)
-    kept = _pruned(kept, target)
+    kept = _pruned(kept, target, job)
     for dest in flags:
         if dest not in kept:
             one_way[dest] = "derived by the release from the other flags"
     return [token for dest, (tokens, _) in flags.items() if dest in kept for token in tokens]
 
 
-def _pruned(kept: dict[str, tuple[list[str], Any]], target: Any,
+def _pruned(kept: dict[str, tuple[list[str], Any]], target: Any, job: Mapping[str, str],
             ) -> dict[str, tuple[list[str], Any]]:
     """``kept`` less the flags a later round's flags now derive: each left out alone, or two
     together where each alone leaves a check failing (``--start-weight-decay`` and
@@ -273,7 +280,7 @@ def _pruned(kept: dict[str, tuple[list[str], Any]], target: Any,
     import itertools
 
     def reached(trial: dict[str, tuple[list[str], Any]], dests: tuple[str, ...]) -> bool:
-        values = _resolved_as_far_as_possible(trial, target)
+        values = _resolved_as_far_as_possible(trial, target, job)
         return all(dest in values and encode(values[dest]) == encode(kept[dest][1])
                    for dest in dests)
 
@@ -283,22 +290,24 @@ def _pruned(kept: dict[str, tuple[list[str], Any]], target: Any,
         trial = {other: entry for other, entry in kept.items() if other != dest}
         if reached(trial, (dest,)):
             kept = trial
-    blamed = _blamed(kept, target)
+    blamed = _blamed(kept, target, job)
     for pair in itertools.combinations(sorted(blamed), 2):
         if all(dest in kept for dest in pair):
             trial = {other: entry for other, entry in kept.items() if other not in pair}
-            if not _blamed(trial, target) & set(pair) and reached(trial, pair):
+            if not _blamed(trial, target, job) & set(pair) and reached(trial, pair):
                 kept = trial
     return kept
 
 
-def _blamed(flags: dict[str, tuple[list[str], Any]], target: Any) -> set[str]:
+def _blamed(flags: dict[str, tuple[list[str], Any]], target: Any,
+            job: Mapping[str, str]) -> set[str]:
     """The settings among ``flags`` whose flags a problem of their resolve names."""
     from megaplug.megatron import ConfigError, parse_and_validate_args
 
     argv = [token for tokens, _ in flags.values() for token in tokens]
     try:
-        parse_and_validate_args(argv=argv, environ={}, target=target, torch_types=False,
+        parse_and_validate_args(argv=argv, environ=job, target=target,
+                                torch_types=False,
                                 register=False, preflight=False, print_arguments=False)
     except ConfigError as exc:
         named = {flag for problem in exc.problems for flag in problem.flags}
@@ -306,13 +315,35 @@ def _blamed(flags: dict[str, tuple[list[str], Any]], target: Any) -> set[str]:
     return set()
 
 
-def _resolved_as_far_as_possible(flags: dict[str, tuple[list[str], Any]],
-                                 target: Any) -> dict[str, Any]:
+#: The parallel sizes whose product is a job size every parallel layout of the flags fits.
+_PARALLEL_SIZES = ("tensor_model_parallel_size", "pipeline_model_parallel_size",
+                   "context_parallel_size", "expert_model_parallel_size",
+                   "expert_tensor_parallel_size")
+
+
+def _job_of(flags: dict[str, tuple[list[str], Any]], environ: Mapping[str, str],
+            ) -> dict[str, str]:
+    """The job the flags are resolved for: ``environ``'s ``WORLD_SIZE`` (and rank), else
+    one the flags' parallel layout fits. The container holds no job size (torchrun gives
+    it), and what the release derives -- the data-parallel size, the batch sizes -- depends
+    on it."""
+    if environ.get("WORLD_SIZE"):
+        return {key: environ[key] for key in ("WORLD_SIZE", "RANK", "LOCAL_RANK")
+                if key in environ}
+    world = 1
+    for dest in _PARALLEL_SIZES:
+        if dest in flags and isinstance(flags[dest][1], int):
+            world *= max(flags[dest][1], 1)
+    return {"WORLD_SIZE": str(world), "RANK": "0", "LOCAL_RANK": "0"}
+
+
+def _resolved_as_far_as_possible(flags: dict[str, tuple[list[str], Any]], target: Any,
+                                 job: Mapping[str, str]) -> dict[str, Any]:
     from megaplug.megatron import ConfigError, parse_and_validate_args
 
     argv = [token for tokens, _ in flags.values() for token in tokens]
     try:
-        namespace = parse_and_validate_args(argv=argv, environ={}, target=target,
+        namespace = parse_and_validate_args(argv=argv, environ=job, target=target,
                                             torch_types=False, register=False,
                                             preflight=False, print_arguments=False)
     except ConfigError as exc:
@@ -323,9 +354,9 @@ def _resolved_as_far_as_possible(flags: dict[str, tuple[list[str], Any]],
 def command_line(kernel: Any, values: Mapping[str, Any], one_way: dict[str, str],
                  ) -> tuple[dict[str, tuple[list[str], Any]], list[str]]:
     """The flags giving ``values`` (settings at their declared default left out):
-    ({dest: (tokens, value)}, what no flag can say). A switch that is off (``false`` for a flag that only
-    turns it on) and a ``null`` are what giving no flag means; a ``null`` the release then
-    fills is noted in ``one_way``."""
+    ({dest: (tokens, value)}, what no flag can say). A switch that is off (``false`` for a
+    flag that only turns it on) and a ``null`` are what giving no flag means; a ``null``
+    the release then fills is noted in ``one_way``."""
     from megaplug._errors import Problem
     from megaplug.values._encoding import encode
 

@@ -2,9 +2,9 @@
 it, beside megaplug's export of the same launch.
 
 Megatron's side: ``parse_args`` + ``validate_args`` (the case's probes patched, as the
-shared cases were made: ``reference.targeting``), the tokenizer built where it can be (as
-``parse_and_validate_args`` does), ``gpt_config_from_args`` when the vocabulary is known (``hybrid_config_from_args`` for a
-hybrid layer pattern, as ``pretrain_hybrid.py``),
+shared cases were made: ``reference.targeting``), the tokenizer built where it can be
+(as ``parse_and_validate_args`` does), ``gpt_config_from_args`` when the vocabulary is
+known (``hybrid_config_from_args`` for a hybrid layer pattern, as ``pretrain_hybrid.py``),
 ``pretrain_cfg_container_from_args``, and ``to_yaml``'s text.
 """
 
