@@ -253,66 +253,79 @@ def minimal(flags: dict[str, tuple[list[str], Any]], target: Any, job: Mapping[s
     the release derives anyway from the others: the container holds derived values too
     (``start_weight_decay`` beside ``weight_decay``), and giving one the user never gave
     changes what the release checks. Built up from nothing: each round adds the flags whose
-    value a resolve of those kept so far does not reach, until none is missing; those never
-    added are noted in ``one_way``."""
-    from megaplug.values._encoding import encode
-
+    value a resolve of those kept so far does not reach, until none is missing; then the
+    kept ones a rule was seen deriving (or a problem names) are left out where the others
+    reach their value.
+    Those left out are noted in ``one_way``."""
     kept: dict[str, tuple[list[str], Any]] = {}
+    derivable: set[str] = set()
     for _round in range(len(flags) + 1):
-        values = _resolved_as_far_as_possible(kept, target, job)
-        missing = {dest: entry for dest, entry in flags.items() if dest not in kept
-                   and (dest not in values or encode(values[dest]) != encode(entry[1]))}
+        outcome = _Outcome(kept, target, job)
+        derivable |= outcome.derived
+        missing = {dest: entry for dest, entry in flags.items()
+                   if dest not in kept and not outcome.reaches(dest, entry[1])}
         if not missing:
             break
         kept.update(missing)
-    kept = _pruned(kept, target, job)
+    # a flag a problem names may be one the release derives too (given twice, refused)
+    kept = _pruned(kept, (derivable | outcome.blamed) & set(kept), outcome, target, job)
     for dest in flags:
         if dest not in kept:
             one_way[dest] = "derived by the release from the other flags"
     return [token for dest, (tokens, _) in flags.items() if dest in kept for token in tokens]
 
 
-def _pruned(kept: dict[str, tuple[list[str], Any]], target: Any, job: Mapping[str, str],
-            ) -> dict[str, tuple[list[str], Any]]:
-    """``kept`` less the flags a later round's flags now derive: each left out alone, or two
-    together where each alone leaves a check failing (``--start-weight-decay`` and
-    ``--end-weight-decay`` given at ``--weight-decay``'s value are refused only together)."""
+def _pruned(kept: dict[str, tuple[list[str], Any]], derivable: set[str], outcome: _Outcome,
+            target: Any, job: Mapping[str, str]) -> dict[str, tuple[list[str], Any]]:
+    """``kept`` less the ``derivable`` flags the others now reach: each left out alone, or
+    two together where the resolve of ``kept`` (``outcome``) blames both
+    (``--start-weight-decay`` and ``--end-weight-decay`` given at ``--weight-decay``'s
+    value are refused only together)."""
     import itertools
 
-    def reached(trial: dict[str, tuple[list[str], Any]], dests: tuple[str, ...]) -> bool:
-        values = _resolved_as_far_as_possible(trial, target, job)
-        return all(dest in values and encode(values[dest]) == encode(kept[dest][1])
-                   for dest in dests)
+    def without(dests: tuple[str, ...]) -> dict[str, tuple[list[str], Any]]:
+        return {other: entry for other, entry in kept.items() if other not in dests}
 
-    from megaplug.values._encoding import encode
-
-    for dest in reversed(list(kept)):
-        trial = {other: entry for other, entry in kept.items() if other != dest}
-        if reached(trial, (dest,)):
-            kept = trial
-    blamed = _blamed(kept, target, job)
-    for pair in itertools.combinations(sorted(blamed), 2):
+    for dest in [dest for dest in reversed(list(kept)) if dest in derivable]:
+        if _Outcome(without((dest,)), target, job).reaches(dest, kept[dest][1]):
+            kept = without((dest,))
+    for pair in itertools.combinations(sorted(outcome.blamed & derivable), 2):
         if all(dest in kept for dest in pair):
-            trial = {other: entry for other, entry in kept.items() if other not in pair}
-            if not _blamed(trial, target, job) & set(pair) and reached(trial, pair):
-                kept = trial
+            trial = _Outcome(without(pair), target, job)
+            if not trial.blamed & set(pair) and all(trial.reaches(dest, kept[dest][1])
+                                                    for dest in pair):
+                kept = without(pair)
     return kept
 
 
-def _blamed(flags: dict[str, tuple[list[str], Any]], target: Any,
-            job: Mapping[str, str]) -> set[str]:
-    """The settings among ``flags`` whose flags a problem of their resolve names."""
-    from megaplug.megatron import ConfigError, parse_and_validate_args
+class _Outcome:
+    """A resolve of some flags, as far as it gets: the values, the settings a rule derived
+    (or normalized), and those whose flags a problem names."""
 
-    argv = [token for tokens, _ in flags.values() for token in tokens]
-    try:
-        parse_and_validate_args(argv=argv, environ=job, target=target,
-                                torch_types=False,
-                                register=False, preflight=False, print_arguments=False)
-    except ConfigError as exc:
-        named = {flag for problem in exc.problems for flag in problem.flags}
-        return {dest for dest, (tokens, _) in flags.items() if tokens[0] in named}
-    return set()
+    def __init__(self, flags: dict[str, tuple[list[str], Any]], target: Any,
+                 job: Mapping[str, str]) -> None:
+        from megaplug.megatron import ConfigError, parse_and_validate_args, provenance
+
+        argv = [token for tokens, _ in flags.values() for token in tokens]
+        self.blamed: set[str] = set()
+        try:
+            namespace = parse_and_validate_args(argv=argv, environ=job, target=target,
+                                                torch_types=False, register=False,
+                                                preflight=False, print_arguments=False)
+        except ConfigError as exc:
+            named = {flag for problem in exc.problems for flag in problem.flags}
+            self.blamed = {dest for dest, (tokens, _) in flags.items() if tokens[0] in named}
+            self.values = {} if exc.partial is None else exc.partial.to_dict()
+            records = {} if exc.partial is None else exc.partial.provenance()
+        else:
+            self.values, records = vars(namespace), provenance(namespace)
+        self.derived = {dest for dest, record in records.items()
+                        if record is not None and record.source in ("derived", "normalized")}
+
+    def reaches(self, dest: str, value: Any) -> bool:
+        from megaplug.values._encoding import encode
+
+        return dest in self.values and encode(self.values[dest]) == encode(value)
 
 
 #: The parallel sizes whose product is a job size every parallel layout of the flags fits.
@@ -335,20 +348,6 @@ def _job_of(flags: dict[str, tuple[list[str], Any]], environ: Mapping[str, str],
         if dest in flags and isinstance(flags[dest][1], int):
             world *= max(flags[dest][1], 1)
     return {"WORLD_SIZE": str(world), "RANK": "0", "LOCAL_RANK": "0"}
-
-
-def _resolved_as_far_as_possible(flags: dict[str, tuple[list[str], Any]], target: Any,
-                                 job: Mapping[str, str]) -> dict[str, Any]:
-    from megaplug.megatron import ConfigError, parse_and_validate_args
-
-    argv = [token for tokens, _ in flags.values() for token in tokens]
-    try:
-        namespace = parse_and_validate_args(argv=argv, environ=job, target=target,
-                                            torch_types=False, register=False,
-                                            preflight=False, print_arguments=False)
-    except ConfigError as exc:
-        return {} if exc.partial is None else exc.partial.to_dict()
-    return vars(namespace)
 
 
 def command_line(kernel: Any, values: Mapping[str, Any], one_way: dict[str, str],

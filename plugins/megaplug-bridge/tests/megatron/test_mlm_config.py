@@ -62,7 +62,7 @@ def test_export_is_megatrons_own_yaml(path: Any, vocabulary: bool) -> None:
 
 
 @pytest.mark.parametrize("path", CASES, ids=_case_id)
-def test_export_loads_strictly_and_imports_back(path: Any) -> None:
+def test_export_loads_as_megatrons_own_and_imports_back(path: Any) -> None:
     omegaconf = pytest.importorskip("omegaconf", reason="from_yaml needs omegaconf "
                                     "(scripts/megatron-env.sh installs it beside the env)")
     del omegaconf
