@@ -16,7 +16,8 @@ object with ``text`` (what to write) and ``not_exported`` (one mapping per setti
 format has no home for: ``flag`` or ``section``, and ``reason``).
 ``import_config(path, overrides, target, environ)`` (``environ``: the job's ``WORLD_SIZE``,
 when set) returns an object with ``argv`` (the training
-flags) and ``one_way`` (``{field: why}``: the format's values no flag sets). Either
+flags), ``one_way`` (``{field: why}``: the format's values no flag sets) and, if it has
+any, ``notes`` (lines on how the file was read). Either
 raises ``ValueError`` saying why it cannot (exit 2); megaplug's own problems with the
 launch come as its ``ConfigError`` (every problem, exit 2).
 """
@@ -104,12 +105,14 @@ def run_import(options: argparse.Namespace, args: list[str]) -> int:
     if options.format == "json":
         from ..values._encoding import to_json
 
-        print(to_json({"argv": imported.argv, "one_way": imported.one_way}))
+        print(to_json({"argv": imported.argv, "one_way": imported.one_way,
+                       "notes": list(getattr(imported, "notes", []))}))
     else:
         print(shlex.join(imported.argv))
+        for note in getattr(imported, "notes", []):
+            print(f"megaplug import: {note}", file=sys.stderr)
         if imported.one_way:
-            print(f"megaplug import: {len(imported.one_way)} field(s) of {options.file} are "
-                  f"the release's own, computed again from these flags (--format json "
-                  "lists them)", file=sys.stderr)
+            print(f"megaplug import: {len(imported.one_way)} field(s) of {options.file} no "
+                  "flag sets (--format json lists them, each with why)", file=sys.stderr)
     return EXIT_OK
 

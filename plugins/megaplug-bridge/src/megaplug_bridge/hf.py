@@ -1,0 +1,235 @@
+"""``megaplug import hf CONFIG.json|MODEL_DIR``: a Hugging Face model's architecture as
+Megatron-LM flags.
+
+Modelled on Megatron-Bridge's own model bridges (``megatron/bridge/models/*/*_bridge.py``):
+the fields every bridge maps (``MegatronModelBridge.CONFIG_MAPPING``) are :data:`COMMON`,
+and each family's ``provider_bridge`` settings are a small function in :data:`FAMILIES`.
+The file is read through transformers' config class for its ``model_type`` when
+transformers is installed (which fills the family's defaults for absent fields), as plain
+JSON otherwise -- said in the result. A field neither mapped nor known to be no
+architecture setting is named, never dropped; so is an unknown ``model_type``.
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Mapping
+
+#: HF field -> (megaplug setting, how the value is carried): ``same``, or ``negated``.
+#: Bridge's CONFIG_MAPPING, in Megatron-LM's flag names.
+COMMON: dict[str, tuple[str, str]] = {
+    "num_hidden_layers": ("num_layers", "same"),
+    "hidden_size": ("hidden_size", "same"),
+    "intermediate_size": ("ffn_hidden_size", "same"),
+    "num_attention_heads": ("num_attention_heads", "same"),
+    "num_key_value_heads": ("num_query_groups", "same"),
+    "head_dim": ("kv_channels", "same"),
+    "vocab_size": ("vocab_size", "same"),
+    "max_position_embeddings": ("max_position_embeddings", "same"),
+    "rms_norm_eps": ("layernorm_epsilon", "same"),
+    "initializer_range": ("init_method_std", "same"),
+    "attention_dropout": ("attention_dropout", "same"),
+    "hidden_dropout": ("hidden_dropout", "same"),
+    "tie_word_embeddings": ("untie_embeddings_and_output_weights", "negated"),
+    "attention_bias": ("add_qkv_bias", "same"),
+    "mlp_bias": ("add_bias_linear", "same"),
+    "rope_theta": ("rotary_base", "same"),
+    "partial_rotary_factor": ("rotary_percent", "same"),
+    "num_local_experts": ("num_experts", "same"),
+    "num_experts": ("num_experts", "same"),
+    "num_experts_per_tok": ("moe_router_topk", "same"),
+    "moe_intermediate_size": ("moe_ffn_hidden_size", "same"),
+    "router_aux_loss_coef": ("moe_aux_loss_coeff", "same"),
+    "shared_expert_intermediate_size": ("moe_shared_expert_intermediate_size", "same"),
+}
+
+#: Fields that are no architecture setting of a training launch, and why they are left.
+NOT_ARCHITECTURE: dict[str, str] = {
+    "architectures": "the HF model class", "model_type": "chooses the family",
+    "transformers_version": "the writer's version", "torch_dtype": "read as --bf16/--fp16",
+    "dtype": "read as --bf16/--fp16", "use_cache": "inference only",
+    "bos_token_id": "the tokenizer's", "eos_token_id": "the tokenizer's",
+    "pad_token_id": "the tokenizer's", "pretraining_tp": "HF's own TP emulation",
+    "output_router_logits": "inference only", "hidden_act": "read by the family",
+    "rope_scaling": "read by the family", "rope_parameters": "read as --rotary-base",
+    "n_layer": "read by the family", "n_embd": "read by the family",
+    "n_head": "read by the family", "n_positions": "read by the family",
+    "n_inner": "read by the family", "layer_norm_epsilon": "read by the family",
+}
+#: Read by a family where it applies (Mistral's window), named as unmapped elsewhere.
+_READ_BY = {"sliding_window": ("mistral", "mixtral")}
+
+
+def _llama(config: Mapping[str, Any], settings: dict[str, Any], notes: list[str]) -> None:
+    """LlamaBridge: RMSNorm, SwiGLU, RoPE; llama3 rope scaling, linear interpolation."""
+    _gated_rope(settings)
+    scaling = config.get("rope_scaling") or {}
+    kind = scaling.get("rope_type", scaling.get("type"))
+    if kind == "llama3":
+        settings["use_rope_scaling"] = True
+        settings["rope_scaling_factor"] = scaling.get("factor", 8.0)
+    elif kind == "linear":
+        settings["rotary_seq_len_interpolation_factor"] = scaling["factor"]
+    elif kind not in (None, "default"):
+        notes.append(f"rope_scaling type {kind!r}: no flag of Megatron-LM's gives it (left out)")
+
+
+def _mistral(config: Mapping[str, Any], settings: dict[str, Any], notes: list[str]) -> None:
+    """MistralBridge: Llama's layout; a sliding window is --window-size (w-1, 0)."""
+    _llama(config, settings, notes)
+    if config.get("sliding_window") is not None:
+        settings["window_size"] = [config["sliding_window"] - 1, 0]
+
+
+def _qwen2(config: Mapping[str, Any], settings: dict[str, Any], notes: list[str]) -> None:
+    """Qwen2Bridge: RMSNorm, SwiGLU, no linear bias, QKV bias."""
+    _gated_rope(settings)
+    settings["add_bias_linear"] = False
+    settings["add_qkv_bias"] = True
+
+
+def _qwen3(config: Mapping[str, Any], settings: dict[str, Any], notes: list[str]) -> None:
+    """Qwen3Bridge: as Qwen2 without QKV bias, with QK layernorm."""
+    _qwen2(config, settings, notes)
+    settings["add_qkv_bias"] = False
+    settings["qk_layernorm"] = True
+
+
+def _moe(settings: dict[str, Any]) -> None:
+    settings["moe_grouped_gemm"] = True
+    settings["moe_router_load_balancing_type"] = "aux_loss"
+
+
+def _mixtral(config: Mapping[str, Any], settings: dict[str, Any], notes: list[str]) -> None:
+    """MixtralBridge: Mistral's layout with routed experts (softmax top-k)."""
+    _mistral(config, settings, notes)
+    _moe(settings)
+
+
+def _qwen_moe(config: Mapping[str, Any], settings: dict[str, Any], notes: list[str]) -> None:
+    """Qwen2-MoE / Qwen3-MoE bridges: Qwen's attention, routed experts."""
+    (_qwen3 if config.get("model_type") == "qwen3_moe" else _qwen2)(config, settings, notes)
+    _moe(settings)
+    if config.get("mlp_only_layers"):
+        notes.append("mlp_only_layers: dense layers among the MoE ones have no flag here")
+
+
+def _gpt2(config: Mapping[str, Any], settings: dict[str, Any], notes: list[str]) -> None:
+    """GPT-2: learned absolute positions, LayerNorm, GELU, biases, tied embeddings."""
+    for field, dest in (("n_layer", "num_layers"), ("n_embd", "hidden_size"),
+                        ("n_head", "num_attention_heads"),
+                        ("n_positions", "max_position_embeddings"),
+                        ("layer_norm_epsilon", "layernorm_epsilon")):
+        if field in config:
+            settings[dest] = config[field]
+    if config.get("n_inner"):
+        settings["ffn_hidden_size"] = config["n_inner"]
+    settings["position_embedding_type"] = "learned_absolute"
+
+
+def _gated_rope(settings: dict[str, Any]) -> None:
+    settings["normalization"] = "RMSNorm"
+    settings["swiglu"] = True
+    settings["position_embedding_type"] = "rope"
+    settings["hidden_dropout"] = 0.0
+    settings.setdefault("add_bias_linear", False)
+
+
+#: model_type -> the family's settings, as its Bridge model bridge makes them.
+FAMILIES: dict[str, Callable[[Mapping[str, Any], dict[str, Any], list[str]], None]] = {
+    "llama": _llama, "mistral": _mistral, "qwen2": _qwen2, "qwen3": _qwen3,
+    "mixtral": _mixtral, "qwen2_moe": _qwen_moe, "qwen3_moe": _qwen_moe, "gpt2": _gpt2,
+}
+
+
+class HfImported:
+    """The flags, and what was read how: ``notes`` (how the file was read, what no flag
+    says) and ``one_way`` (the fields neither mapped nor known to be no architecture)."""
+
+    def __init__(self, argv: list[str], notes: list[str], unmapped: list[str]) -> None:
+        self.argv = argv
+        self.notes = notes
+        self.one_way = {field: "no flag of Megatron-LM's; not mapped" for field in unmapped}
+
+
+def read_config(path: str) -> tuple[dict[str, Any], str]:
+    """The config (a file, or a model directory's ``config.json``) and how it was read."""
+    from megaplug.sources._files import UntrustedInputError, parse_json, read_text_file
+
+    file = os.path.join(path, "config.json") if os.path.isdir(path) else path
+    try:
+        data = parse_json(read_text_file(file, "Hugging Face config"), f"config {file}")
+    except (UntrustedInputError, OSError) as exc:
+        raise ValueError(str(exc)) from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{file} holds no Hugging Face config (a JSON object)")
+    try:
+        import transformers
+    except ImportError:
+        return data, "plain JSON (transformers is not installed: absent fields are not " \
+                     "filled with the family's defaults)"
+    config = transformers.AutoConfig.for_model(**data)
+    return {**config.to_dict(), **data}, f"transformers {transformers.__version__} " \
+                                         f"({type(config).__name__})"
+
+
+def settings_of(config: Mapping[str, Any]) -> tuple[dict[str, Any], list[str], list[str]]:
+    """(settings, notes, unmapped fields) of a Hugging Face config."""
+    model_type = config.get("model_type")
+    if model_type not in FAMILIES:
+        raise ValueError(f"model_type {model_type!r} is no family megaplug-bridge maps "
+                         f"(mapped: {', '.join(sorted(FAMILIES))})")
+    settings: dict[str, Any] = {}
+    notes: list[str] = []
+    for field, (dest, how) in COMMON.items():
+        if field in config and config[field] is not None:
+            value = config[field]
+            settings[dest] = (not value) if how == "negated" else value
+    if "rotary_base" not in settings and isinstance(config.get("rope_parameters"), dict):
+        theta = config["rope_parameters"].get("rope_theta")
+        if theta is not None:
+            settings["rotary_base"] = theta
+    FAMILIES[str(model_type)](config, settings, notes)
+    _precision(config, settings)
+    heads, groups = settings.get("num_attention_heads"), settings.get("num_query_groups")
+    if groups is not None and groups != heads:
+        settings["group_query_attention"] = True
+    else:
+        settings.pop("num_query_groups", None)
+    if settings.get("swiglu") and config.get("hidden_act", "silu") != "silu":
+        notes.append(f"hidden_act {config['hidden_act']!r}: the family's bridge uses SwiGLU "
+                     "(silu); this activation has no flag here (--swiglu kept)")
+    unmapped = sorted(field for field in config
+                      if field not in COMMON and field not in NOT_ARCHITECTURE
+                      and model_type not in _READ_BY.get(field, ()))
+    return settings, notes, unmapped
+
+
+def _precision(config: Mapping[str, Any], settings: dict[str, Any]) -> None:
+    dtype = config.get("torch_dtype") or config.get("dtype")
+    if dtype == "bfloat16":
+        settings["bf16"] = True
+    elif dtype == "float16":
+        settings["fp16"] = True
+
+
+def import_hf(path: str, overrides: list[str], target: Any,
+              environ: Mapping[str, str] | None = None) -> HfImported:
+    """The ``megaplug.import`` entry point ``hf``: the architecture flags of ``path``."""
+    import megaplug
+
+    from .mlm_config import command_line
+
+    if overrides:
+        raise ValueError("a Hugging Face config takes no overrides (give flags after the "
+                         "command line this prints)")
+    config, how = read_config(path)
+    settings, notes, unmapped = settings_of(config)
+    kernel, _ = megaplug.load(target=target)
+    one_way: dict[str, str] = {}
+    flags, unexpressed = command_line(kernel, settings, one_way)
+    argv = [token for tokens, _ in flags.values() for token in tokens]
+    return HfImported(argv, [f"read as {how}", *notes, *unexpressed], unmapped)
