@@ -142,6 +142,10 @@ class Kernel:
         except (Exception, SystemExit):
             return
         self.inactive_specs.setdefault(record.name, list(shadow))
+        if record.status == UNAVAILABLE and record.name in shadow.release_data:
+            # a release may declare such a plugin's flags without its package (kitchen's
+            # before megatron-core 0.16): its release data says which
+            self.table.release_data.setdefault(record.name, shadow.release_data[record.name])
         for option in shadow.by_option:
             if option not in self.table.by_option:
                 self.inactive_flags.setdefault(option, record)

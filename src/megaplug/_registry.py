@@ -38,6 +38,10 @@ class FlagDeclarations:
 
             raise PluginError(unresolved(self.plugin, f"options={declaration!r}", declaration,
                                          exc)) from None
+        data = release_data_beside(declaration.partition(":")[0] if isinstance(
+            declaration, str) else getattr(found, "__module__", None))
+        if data is not None:  # read when a table is narrowed to a release
+            self._table.release_data[self.plugin] = data
         if isinstance(found, type):
             self.add_options(found)
         elif callable(found):
@@ -48,9 +52,6 @@ class FlagDeclarations:
 
     def add_options(self, options_class: type) -> None:
         self._table.options_classes[self.plugin] = options_class
-        facts = getattr(options_class, "__megaplug_line_facts__", None)
-        if facts is not None:  # a reference, followed when a table is narrowed to a line
-            self._table.line_facts[self.plugin] = facts
         for spec in specs_from_options(options_class, self.plugin):
             self._table.add(spec)
 
@@ -82,11 +83,15 @@ class FlagTable:
         #: (a table read from the snapshot imports no options module it does not use).
         self.options_classes: dict[str, type | str] = {}
         self.mutex_groups: list[list[str]] = []
-        #: Each plugin's facts that differ by release line (``environment._line_facts``).
-        self.line_facts: dict[str, Any] = {}
-        #: Settings the target's line lacks (by dest), and their spellings -> where they are.
+        #: Each plugin's facts that differ by megatron-core release: the path of its
+        #: ``megatron_releases.json`` until read (``environment._line_facts.ReleaseData``).
+        self.release_data: dict[str, Any] = {}
+        #: Settings the target's release lacks (by dest), and their spellings -> where they are.
         self.withheld: dict[str, list[FlagSpec]] = {}
         self.elsewhere: dict[str, str] = {}
+        #: Settings of megaplug's the target's release names differently: dest -> (the
+        #: release's own dest, whether its value reads the other way round).
+        self.renamed: dict[str, tuple[str, bool]] = {}
 
     def add(self, spec: FlagSpec) -> None:
         """Add a spec, or raise ``PluginError`` naming both owners of a dest, option string
@@ -156,6 +161,22 @@ class FlagTable:
 
     def plugin_specs(self, plugin: str) -> list[FlagSpec]:
         return [s for s in self.specs if s.plugin == plugin]
+
+
+def release_data_beside(module_name: str | None) -> str | None:
+    """The path of the release data (``megatron_releases.json``) beside the module a plugin
+    declares its flags in, if it ships one: package data of the plugin owning those flags."""
+    import os
+    import sys
+
+    from .environment._line_facts import DATA_FILE
+
+    module = sys.modules.get(module_name or "")
+    location = getattr(module, "__file__", None)
+    if not location:
+        return None
+    path = os.path.join(os.path.dirname(location), DATA_FILE)
+    return path if os.path.isfile(path) else None
 
 
 def resolve_reference(reference: str) -> Any:

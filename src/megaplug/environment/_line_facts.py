@@ -1,11 +1,12 @@
-"""Flag facts that depend on the release line of a package the target runs.
+"""Flag facts that depend on the megatron-core release the target runs.
 
-A plugin's settings are declared once, as megaplug's newest line has them. Where another
-line of a package differs -- Megatron 0.15 has ``--use-legacy-models``, lacks
-``--muon-tp-mode``'s newer default -- the plugin binds :class:`LineFacts` to its options
-class (``__megaplug_line_facts__ = "pkg.megatron_releases:FACTS"``, generated data), and
-:func:`narrow` gives a flag table the target line's own flags and facts. The kernel knows
-no line by name: it hands :func:`narrow` the target's lines
+A plugin's settings are declared once, as megaplug's newest release has them. Where another
+release differs -- Megatron 0.15.3 has ``--use-legacy-models``, 0.17.0 defaults
+``--moe-hybridep-num-sms`` to 16 -- the plugin ships :class:`ReleaseData`: a
+``megatron_releases.json`` beside the module declaring its flags (package data written by
+scripts/gen_megatron_releases.py from each release's own parser), and :func:`narrow` gives
+a flag table the target release's own flags, facts and renamed settings. The kernel knows no
+release by name: it hands :func:`narrow` the target's releases
 (:meth:`TargetEnvironment.release_lines`) and the table.
 """
 
@@ -15,91 +16,128 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable, Mapping
 
-#: The facts a line may state differently from the declaration.
+#: The facts a release may state differently from the declaration.
 FACT_FIELDS = ("type", "default", "choices", "nargs", "const", "action", "option_strings")
+#: The file a plugin's release data is in, beside the module declaring its flags.
+DATA_FILE = "megatron_releases.json"
 
 
-class LineFacts:
-    """How a plugin's flags differ between the release lines of ``package``.
+class ReleaseData:
+    """How a plugin's flags differ between the releases of ``package`` (one plugin's
+    ``megatron_releases.json``).
 
-    ``lines``: every line the facts describe, oldest first. ``settings``: per flag (by the
-    option string it is declared with first), ``"lines"``: the lines that have it (absent:
-    all), and per fact of :data:`FACT_FIELDS` that some line states differently, ``{line:
-    value}`` for those lines, values encoded as measured (an enum member as
-    ``"Class.member"``; a type as ``"int"``, ``"float"``, ``"str"``, ``"bool"`` or None). ``extra``: flags the plugin has only in some lines, as those lines'
-    parsers declare them (``option_strings``, ``dest``, ``action``, ``type`` -- ``"int"``,
-    ``"float"``, ``"str"``, ``"bool"`` or None --, ``default``, ``choices``, ``nargs``,
-    ``const``, and ``lines``): a flag an older release has and megaplug's newest line does
-    not, or one whose setting a line names differently. A line not in ``lines`` keeps the
-    declaration as written.
+    ``releases``: every release the data describes, oldest first. Releases are named by runs,
+    ``[first, last]`` inclusive in that order. ``flags``: per flag (by the option string it
+    is declared with first), ``"releases"``: the runs that have it (absent: all), and per
+    fact of :data:`FACT_FIELDS` that some release states differently, ``[first, last,
+    value]`` runs, values encoded as measured (an enum member as ``"Class.member"``; a type
+    as ``"int"``, ``"float"``, ``"str"``, ``"bool"`` or None). ``extra``: flags the plugin
+    has only in some releases, as those releases' parsers declare them (``option_strings``,
+    ``dest``, ``action``, ``type``, ``default``, ``choices``, ``nargs``, ``const``, and
+    ``releases``). ``renamed``: per setting of megaplug's, the runs of releases whose own
+    setting of its flags is another (``dest``; ``inverted``: a switch reading the other way
+    round). A release not in ``releases`` keeps the declaration as written.
     """
 
-    __slots__ = ("package", "lines", "settings", "extra")
+    __slots__ = ("path", "package", "releases", "flags", "extra", "renamed", "_place")
 
-    def __init__(self, package: str, lines: tuple[str, ...],
-                 settings: dict[str, dict[str, Any]],
-                 extra: tuple[dict[str, Any], ...] = ()) -> None:
-        self.package, self.lines, self.settings = package, tuple(lines), settings
-        self.extra = tuple(extra)
+    def __init__(self, data: Mapping[str, Any], path: str = "") -> None:
+        #: The file it was read from (``""``: built in memory).
+        self.path = path
+        self.package: str = data["package"]
+        self.releases: tuple[str, ...] = tuple(data["releases"])
+        self.flags: dict[str, dict[str, Any]] = dict(data.get("flags", {}))
+        self.extra: tuple[dict[str, Any], ...] = tuple(data.get("extra", ()))
+        self.renamed: dict[str, list[dict[str, Any]]] = dict(data.get("renamed", {}))
+        self._place = {release: place for place, release in enumerate(self.releases)}
+
+    @classmethod
+    def read(cls, path: str) -> ReleaseData:
+        import json
+
+        with open(path, encoding="utf-8") as handle:
+            return cls(json.load(handle), path)
+
+    def describes(self, release: str) -> bool:
+        return release in self._place
+
+    def within(self, runs: Any, release: str) -> bool:
+        """Whether ``release`` is in one of the ``[first, last]`` runs."""
+        place = self._place[release]
+        return any(self._place[run[0]] <= place <= self._place[run[1]] for run in runs)
+
+    def value_at(self, runs: Any, release: str) -> tuple[bool, Any]:
+        """(whether a ``[first, last, value]`` run holds ``release``, its value)."""
+        place = self._place[release]
+        for first, last, value in runs:
+            if self._place[first] <= place <= self._place[last]:
+                return True, value
+        return False, None
+
+    def releases_in(self, runs: Any) -> list[str]:
+        """Every release the runs name, in release order."""
+        return [release for release in self.releases if self.within(runs, release)]
 
     def __repr__(self) -> str:
-        return f"LineFacts({self.package!r}, {len(self.settings)} flags, lines {self.lines})"
+        return f"ReleaseData({self.package!r}, {len(self.flags)} flags, {len(self.releases)} " \
+               "releases)"
 
 
 def narrow(table: Any, lines: Mapping[str, str]) -> None:
-    """Make ``table`` (a FlagTable) the flags of ``lines``: each plugin's :class:`LineFacts`
-    for the line the target runs applied -- a flag that line lacks withheld (its spellings
-    remembered in ``table.elsewhere`` with the lines that have it), every other fact the
-    line states different replaced."""
-    if not table.line_facts:
+    """Make ``table`` (a FlagTable) the flags of ``lines`` (package -> release): each
+    plugin's :class:`ReleaseData` for the release the target runs applied -- a flag that
+    release lacks withheld (its spellings remembered in ``table.elsewhere`` with the releases
+    that have it), every other fact the release states different replaced, and the settings
+    it names differently noted in ``table.renamed``."""
+    if not table.release_data:
         return
-    from .._registry import resolve_reference
-
     where: dict[str, list[tuple[str, str]]] = {}
-    for plugin, facts in list(table.line_facts.items()):
-        if isinstance(facts, str):
-            facts = table.line_facts[plugin] = resolve_reference(facts)
-        if not isinstance(facts, LineFacts):
-            raise TypeError(f"plugin {plugin!r}: its line facts are a {type(facts).__name__}, "
-                            "not LineFacts")
-        # named by none, the line is the newest the facts describe
-        line = lines.get(facts.package, facts.lines[-1])
-        if line in facts.lines:
-            _apply(table, plugin, facts, line, where)
+    for plugin, data in list(table.release_data.items()):
+        if isinstance(data, str):
+            data = table.release_data[plugin] = ReleaseData.read(data)
+        # named by none, the release is the newest the data describes
+        release = lines.get(data.package, data.releases[-1])
+        if data.describes(release):
+            _apply(table, plugin, data, release, where)
+            for dest, runs in data.renamed.items():
+                for run in runs:
+                    if data.within(run["releases"], release):
+                        table.renamed[dest] = (run["dest"], bool(run["inverted"]))
     _reindex(table)
-    for option, found in where.items():  # (package, line) pairs
+    for option, found in where.items():  # (package, release) pairs
         package = found[0][0]
-        table.elsewhere[option] = f"{package} {', '.join(dict.fromkeys(l for _, l in found))}"
+        table.elsewhere[option] = f"{package} {', '.join(dict.fromkeys(r for _, r in found))}"
 
 
-def _apply(table: Any, plugin: str, facts: LineFacts, line: str,
+def _apply(table: Any, plugin: str, data: ReleaseData, release: str,
            where: dict[str, list[tuple[str, str]]]) -> None:
-    """One plugin's facts for ``line``: its flags withheld or restated, its extra flags of
-    that line added, and where the flags it lacks exist noted in ``where``."""
+    """One plugin's facts for ``release``: its flags withheld or restated, its extra flags
+    of that release added, and where the flags it lacks exist noted in ``where``."""
     for spec in [spec for spec in table.specs if spec.plugin == plugin]:
-        stated = facts.settings.get(spec.primary)
+        stated = data.flags.get(spec.primary)
         if stated is None:
             continue
-        present = stated.get("lines")
-        if present is not None and line not in present:
-            _withhold(table, spec, [(facts.package, one) for one in present], where)
+        present = stated.get("releases")
+        if present is not None and not data.within(present, release):
+            _withhold(table, spec, [(data.package, one) for one in data.releases_in(present)],
+                      where)
         else:
-            _restate(spec, stated, line)
+            _restate(spec, stated, data, release)
     declared = {option for spec in table.specs for option in spec.option_strings}
-    for flag in facts.extra:
-        if line in flag["lines"]:
+    for flag in data.extra:
+        if data.within(flag["releases"], release):
             if not declared.intersection(flag["option_strings"]):  # else another plugin's
-                _place(table.specs, _extra_spec(flag, plugin))
+                _place(table.specs, _extra_spec(flag, plugin, data))
         else:
             for option in flag["option_strings"]:
                 where.setdefault(option, []).extend(
-                    (facts.package, one) for one in flag["lines"])
+                    (data.package, one) for one in data.releases_in(flag["releases"]))
 
 
 def _place(specs: list[Any], spec: Any) -> None:
-    """Add a line's own flag ahead of the specs already declaring its setting (a computed
+    """Add a release's own flag ahead of the specs already declaring its setting (a computed
     one): the first flag declaring a setting gives its default, as in argparse. ``extra``
-    lists a line's flags in the order that line's parser declares them."""
+    lists a release's flags in the order that release's parser declares them."""
     first = next((index for index, other in enumerate(specs) if other.dest == spec.dest
                   and other.kind != "flag"), None)
     if first is None:
@@ -119,7 +157,7 @@ def _withhold(table: Any, spec: Any, present: list[tuple[str, str]],
 _TYPES = {"int": int, "float": float, "str": str, "bool": bool, None: None}
 
 
-def _extra_spec(flag: Mapping[str, Any], plugin: str) -> Any:
+def _extra_spec(flag: Mapping[str, Any], plugin: str, data: ReleaseData) -> Any:
     from .._options import FlagSpec
 
     action = flag["action"]
@@ -128,14 +166,18 @@ def _extra_spec(flag: Mapping[str, Any], plugin: str) -> Any:
                     _TYPES[flag["type"]], flag["default"],
                     tuple(flag["choices"]) if flag["choices"] is not None else None,
                     flag["nargs"] if takes_value else None, flag["const"],
-                    help=f"(only in {', '.join(flag['lines'])})")
+                    help=f"(only in {_in_words(flag['releases'])})")
 
 
-def _restate(spec: Any, stated: Mapping[str, Any], line: str) -> None:
+def _in_words(runs: Any) -> str:
+    return ", ".join(first if first == last else f"{first} to {last}" for first, last in runs)
+
+
+def _restate(spec: Any, stated: Mapping[str, Any], data: ReleaseData, release: str) -> None:
     for field in FACT_FIELDS:
-        by_line = stated.get(field)
-        if by_line is not None and line in by_line:
-            value = by_line[line]
+        runs = stated.get(field)
+        found, value = data.value_at(runs, release) if runs is not None else (False, None)
+        if found:
             if field == "option_strings":
                 value = tuple(value)
             elif field == "type":  # a builtin's name, or None: the value as text
@@ -174,17 +216,18 @@ def _reindex(table: Any) -> None:
 
 def fill_withheld(table: Any, values: dict[str, Any], provenance: dict[str, Any],
                   default_of: Callable[[str], Any]) -> list[str]:
-    """Give rules the settings the target's release line lacks, at their declared defaults
-    (what they read in megaplug's newest line); the kernel leaves them out of the result.
-    A setting the line names differently (0.13's ``--norm-epsilon`` sets ``norm_epsilon``,
-    megaplug's ``layernorm_epsilon``) takes instead the value given to the line's own
-    setting (:func:`renamed_settings`), so the rules reading it see the launch's value.
-    ``default_of(plugin)`` is the kernel's provenance of a plugin's declared default (this
-    package sits below the kernel and does not import it). Returns the settings filled."""
+    """Give rules the settings the target's release lacks, at their declared defaults
+    (what they read in megaplug's newest release); the kernel leaves them out of the result.
+    A setting the release names differently (0.13's ``--norm-epsilon`` sets
+    ``norm_epsilon``, megaplug's ``layernorm_epsilon``: ``table.renamed``, measured) takes
+    instead the value given to the release's own setting, so the rules reading it see the
+    launch's value. ``default_of(plugin)`` is the kernel's provenance of a plugin's declared
+    default (this package sits below the kernel and does not import it). Returns the
+    settings filled."""
     from ..values._encoding import fresh
 
     withheld = [dest for dest in table.withheld if dest not in values]
-    renamed = renamed_settings(table)
+    renamed = table.renamed
     for dest in withheld:
         spec = table.withheld[dest][0]
         values[dest] = fresh(spec.default)
@@ -198,19 +241,13 @@ def fill_withheld(table: Any, values: dict[str, Any], provenance: dict[str, Any]
     return withheld
 
 
-#: Actions a renamed flag may have on both sides: the same, or a switch read the other way
-#: round (0.13's ``--disable-mamba-mem-eff-path`` sets ``disable_mamba_mem_eff_path``,
-#: megaplug's the inverse ``use_mamba_mem_eff_path``).
-_SWITCHES = {"store_true", "store_false"}
-
-
 def drop_withheld(table: Any, values: dict[str, Any], provenance: dict[str, Any],
                   withheld: list[str]) -> None:
     """Take the settings :func:`fill_withheld` gave the rules back out of the result. Where
-    a rule changed one the line names differently (a fake process group turns off Gloo
+    a rule changed one the release names differently (a fake process group turns off Gloo
     groups: megaplug's ``use_gloo_process_groups``, 0.16's ``enable_gloo_process_groups``),
-    the line's own setting takes the new value first, as that release's rule sets it."""
-    renamed = renamed_settings(table)
+    the release's own setting takes the new value first, as that release's rule sets it."""
+    renamed = table.renamed
     for dest in withheld:
         value, given = values.pop(dest, None), provenance.pop(dest, None)
         if dest in renamed and given is not None and given.source in ("normalized", "derived"):
@@ -220,38 +257,9 @@ def drop_withheld(table: Any, values: dict[str, Any], provenance: dict[str, Any]
                 provenance[theirs] = given
 
 
-def renamed_settings(table: Any) -> dict[str, tuple[str, bool]]:
-    """The settings of megaplug's newest line that the table's line names differently:
-    withheld setting -> (the line's own setting, whether its value reads the other way
-    round). Found from the flags: a withheld flag one of whose spellings the line gives to
-    another setting, of the same kind (both switches, or both taking a value with the same
-    arity) -- else the line's setting means something else and is left alone."""
-    found: dict[str, tuple[str, bool]] = {}
-    for dest, specs in table.withheld.items():
-        for spec in specs:
-            for option in spec.option_strings:
-                theirs = table.by_option.get(option)
-                if theirs is None or theirs.dest == dest or theirs.dest in table.withheld:
-                    continue
-                same_kind = _same_kind(spec, theirs)
-                if same_kind is not None:
-                    found.setdefault(dest, (theirs.dest, not same_kind))
-    return found
-
-
-def _same_kind(ours: Any, theirs: Any) -> bool | None:
-    """True: the two flags set the same value; False: switches that set opposite values;
-    None: not comparable (different actions or arity)."""
-    if ours.action in _SWITCHES and theirs.action in _SWITCHES:
-        return ours.action == theirs.action
-    if ours.action != theirs.action or (ours.nargs is None) != (theirs.nargs is None):
-        return None
-    return True
-
-
 def report_lines(target: Any, sink: Any) -> None:
-    """What a resolve reports about the target's release lines: a version no line is for
-    (a problem), or one newer than every line (a warning)."""
+    """What a resolve reports about the target's releases: a version no release is for
+    (a problem), or one newer than every release (a warning)."""
     for message, is_problem in target.line_problems():
         if is_problem:
             sink.error(message, hint="state a supported version with --assume "
