@@ -6,10 +6,11 @@ import importlib
 
 from ._errors import PluginError
 from ._options import FlagSpec, spec_from_argparse, specs_from_options
+from .environment._release_data import release_data_beside
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Iterator, Sequence
+    from typing import Any, Iterable, Iterator, Sequence
 
 
 class FlagDeclarations:
@@ -38,8 +39,7 @@ class FlagDeclarations:
 
             raise PluginError(unresolved(self.plugin, f"options={declaration!r}", declaration,
                                          exc)) from None
-        data = release_data_beside(declaration.partition(":")[0] if isinstance(
-            declaration, str) else getattr(found, "__module__", None))
+        data = release_data_beside(declaration, found)
         if data is not None:  # read when a table is narrowed to a release
             self._table.release_data[self.plugin] = data
         if isinstance(found, type):
@@ -83,15 +83,27 @@ class FlagTable:
         #: (a table read from the snapshot imports no options module it does not use).
         self.options_classes: dict[str, type | str] = {}
         self.mutex_groups: list[list[str]] = []
-        #: Each plugin's facts that differ by megatron-core release: the path of its
-        #: ``megatron_releases.json`` until read (``environment._line_facts.ReleaseData``).
+        #: Each plugin's ``megatron_releases.json`` (a path, read when narrowed: ReleaseData).
         self.release_data: dict[str, Any] = {}
         #: Settings the target's release lacks (by dest), and their spellings -> where they are.
         self.withheld: dict[str, list[FlagSpec]] = {}
         self.elsewhere: dict[str, str] = {}
-        #: Settings of megaplug's the target's release names differently: dest -> (the
-        #: release's own dest, whether its value reads the other way round).
-        self.renamed: dict[str, tuple[str, bool]] = {}
+        self.renamed: dict[str, tuple[str, bool]] = {}  #: dest -> (the release's, inverted)
+
+    @classmethod
+    def assemble(cls, specs: Iterable[FlagSpec], **facts: Any) -> FlagTable:
+        """A table of ``specs`` (through :meth:`add`) and the facts given (``options_classes``,
+        ``mutex_groups``, ``release_data``, ``withheld``, ``elsewhere``, ``renamed``): how a
+        narrowed table and one read back from the cache are built, never by writing indexes."""
+        table = cls()
+        for spec in specs:
+            table.add(spec)
+        for name, value in facts.items():
+            setattr(table, name, dict(value) if name != "mutex_groups" else [
+                [dest for dest in group if dest in table.by_dest] for group in value])
+        table.withheld = {dest: list(found) for dest, found in table.withheld.items()
+                          if dest not in table.by_dest}  # (only some spellings withheld)
+        return table
 
     def add(self, spec: FlagSpec) -> None:
         """Add a spec, or raise ``PluginError`` naming both owners of a dest, option string
@@ -161,22 +173,6 @@ class FlagTable:
 
     def plugin_specs(self, plugin: str) -> list[FlagSpec]:
         return [s for s in self.specs if s.plugin == plugin]
-
-
-def release_data_beside(module_name: str | None) -> str | None:
-    """The path of the release data (``megatron_releases.json``) beside the module a plugin
-    declares its flags in, if it ships one: package data of the plugin owning those flags."""
-    import os
-    import sys
-
-    from .environment._line_facts import DATA_FILE
-
-    module = sys.modules.get(module_name or "")
-    location = getattr(module, "__file__", None)
-    if not location:
-        return None
-    path = os.path.join(os.path.dirname(location), DATA_FILE)
-    return path if os.path.isfile(path) else None
 
 
 def resolve_reference(reference: str) -> Any:

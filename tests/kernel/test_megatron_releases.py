@@ -409,7 +409,7 @@ def test_a_releases_flag_another_active_plugin_declares_stays_that_plugins():
     from megaplug._options import FlagSpec
     from megaplug._registry import FlagTable
     from megaplug.environment import ReleaseData
-    from megaplug.environment._line_facts import narrow
+    from megaplug.environment._narrow import narrow
 
     extra = {"option_strings": ["--kitchen-config-file"], "dest": "kitchen_config_file",
              "action": "store", "type": "str", "default": None, "choices": None, "nargs": None,
@@ -420,13 +420,33 @@ def test_a_releases_flag_another_active_plugin_declares_stays_that_plugins():
     table.add(FlagSpec("kitchen_config_file", "kitchen", option_strings=("--kitchen-config-file",),
                        type=str, help="kitchen's own"))
     table.release_data["precision"] = ReleaseData(data)
-    narrow(table, {"megatron_core": "0.13.1"})
-    assert [spec.help for spec in table.by_dest["kitchen_config_file"]] == ["kitchen's own"]
+    narrowed = narrow(table, {"megatron_core": "0.13.1"})
+    assert [spec.help for spec in narrowed.by_dest["kitchen_config_file"]] == ["kitchen's own"]
     bare = FlagTable()
+    bare.add(FlagSpec("num_layers", "model", option_strings=("--num-layers",), type=int))
     bare.release_data["kitchen"] = ReleaseData(data)
-    narrow(bare, {"megatron_core": "0.13.0"})
-    assert [spec.help for spec in bare.by_dest["kitchen_config_file"]] == [
+    narrowed = narrow(bare, {"megatron_core": "0.13.0"})
+    assert [spec.help for spec in narrowed.by_dest["kitchen_config_file"]] == [
         "(only in 0.13.0 to 0.13.1)"]
+    assert "kitchen_config_file" not in bare.by_dest  # the declared table is left as it was
+
+
+def test_narrowing_returns_a_new_table_and_leaves_the_declared_specs_alone():
+    from megaplug._kernel import Kernel
+    from megaplug._plugins import PluginSet
+    from megaplug.environment._narrow import narrow
+    from megaplug.sources._selection import PluginSelection
+
+    declared = Kernel(PluginSet(PluginSelection.from_environment({})),
+                      lines={"megatron_core": "(none)"}).table
+    sms = declared.by_option["--moe-hybridep-num-sms"]
+    at_0170 = narrow(declared, {"megatron_core": "0.17.0"})
+    assert at_0170 is not declared and at_0170.by_option["--moe-hybridep-num-sms"].default == 16
+    assert sms.default is None and declared.by_option["--moe-hybridep-num-sms"] is sms
+    assert "--verify-integrity" in declared.by_option
+    assert "--verify-integrity" not in at_0170.by_option
+    assert at_0170.elsewhere["--verify-integrity"].startswith("megatron_core 0.17.1, 0.18.0")
+    assert at_0170.renamed["fp4_param_gather"] == ("fp4_param", False)
 
 
 def test_kitchens_flags_before_0_16_need_no_kitchen_package_and_no_built_in_names_them():

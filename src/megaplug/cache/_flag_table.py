@@ -159,23 +159,25 @@ def decode(data: dict[str, Any], packages: set[str]
     """The table and inactive specs ``encode`` stored; ``ValueError`` for anything that
     does not hold (a tampered file), references followed only into ``packages``."""
     try:
-        table = FlagTable()
-        for row in data["specs"]:
-            table.add(_decode_spec(row, packages))
+        specs = [_decode_spec(row, packages) for row in data["specs"]]
         inactive = {str(name): [_decode_spec(row, packages) for row in rows]
                     for name, rows in data["inactive"].items()}
+        options_classes = {}
         for plugin, reference in data["options_classes"].items():
             if not isinstance(reference, dict) or set(reference) != {"ref"}:
                 raise ValueError(f"not a reference: {reference!r}")
             _check_package(reference["ref"], packages)
-            table.options_classes[str(plugin)] = reference["ref"]  # imported on first use
-        table.mutex_groups = [[str(dest) for dest in group] for group in data["mutex_groups"]]
+            options_classes[str(plugin)] = reference["ref"]  # imported on first use
+        withheld: dict[str, list[FlagSpec]] = {}
         for row in data["withheld"]:
-            withheld = _decode_spec(row, packages)
-            table.withheld.setdefault(withheld.dest, []).append(withheld)
-        table.elsewhere = {str(option): str(where) for option, where in data["elsewhere"].items()}
-        table.renamed = {str(dest): (str(theirs), bool(inverted))
-                         for dest, (theirs, inverted) in data["renamed"].items()}
+            spec = _decode_spec(row, packages)
+            withheld.setdefault(spec.dest, []).append(spec)
+        table = FlagTable.assemble(
+            specs, options_classes=options_classes, withheld=withheld,
+            mutex_groups=[[str(dest) for dest in group] for group in data["mutex_groups"]],
+            elsewhere={str(option): str(where) for option, where in data["elsewhere"].items()},
+            renamed={str(dest): (str(theirs), bool(inverted))
+                     for dest, (theirs, inverted) in data["renamed"].items()})
     except (KeyError, TypeError, AttributeError, ImportError, IndexError) as exc:
         raise ValueError(f"unreadable flag table: {type(exc).__name__}: {exc}") from None
     except Exception as exc:  # noqa: BLE001  (PluginError from add(): two owners)

@@ -270,3 +270,4 @@ def _package_info_version(core_dir: str) -> str | None:
     if len(numbers) < 3:
         return None
     return f"{numbers['MAJOR']}.{numbers['MINOR']}.{numbers['PATCH']}"
+
