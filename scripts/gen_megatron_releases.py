@@ -698,6 +698,18 @@ def write_release_list(releases: dict[str, str]) -> None:
         f' "package": "megatron_core",\n "releases": [\n{body}\n]}}\n')
 
 
+def _stored_parser(release: str, source: str) -> tuple[str, list[dict]] | None:
+    """(what was measured, the parser) as stored for a release; None where none is, or its
+    chain of edits no longer reads back (a release before it was measured again)."""
+    path = PARSERS / f"{release}.json"
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())["measured"], read_parser(release)
+    except (OSError, ValueError, KeyError, IndexError):
+        return None
+
+
 def stored_releases() -> dict[str, str]:
     rows = json.loads(RELEASE_LIST.read_text())["releases"]
     return {row["release"]: row["measured"] for row in rows if row["release"] != SEED}
@@ -709,17 +721,18 @@ def main() -> None:
                          help="measure nothing: rewrite the data from the stored parsers")
     options.add_argument("--measured", type=Path, metavar="DIR",
                          help="take a release's parser from DIR/RELEASE.jsonl where there")
+    options.add_argument("--remeasure", nargs="+", default=[], metavar="RELEASE",
+                         help="measure these releases again even where a parser is stored")
     given = options.parse_args()
     releases = stored_releases() if given.reuse else discover()
     measured: dict[str, list[dict[str, object]]] = {}
     for release, source in releases.items():
-        stored = PARSERS / f"{release}.json"
         raw = given.measured / f"{release}.jsonl" if given.measured else None
+        stored = None if release in given.remeasure else _stored_parser(release, source)
         if raw is not None and raw.exists():
             measured[release] = [json.loads(row) for row in raw.read_text().splitlines()]
-        elif stored.exists() and (given.reuse or json.loads(stored.read_text())["measured"]
-                                  == source):
-            measured[release] = read_parser(release)
+        elif stored is not None and (given.reuse or stored[0] == source):
+            measured[release] = stored[1]
         else:
             print(f"measuring {release} ({source})")
             measured[release] = measure_release(source)
