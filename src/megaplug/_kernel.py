@@ -16,7 +16,7 @@ from ._rules import RuleStep
 from .sources._declarations import reference_problems, unresolved
 from .sources._config_files import ConfigFileError, load_config_file, spelled_twice
 from .environment import TargetEnvironment
-from .environment._line_facts import drop_withheld, fill_withheld, narrow, report_lines
+from .environment._narrow import back_to_release, narrow, report_lines, withheld_defaults
 from .sources._command_line import NEGATIVE_NUMBER, Occurrence, split
 from .values._encoding import fresh
 from .hookspecs import HOOKS, PHASES
@@ -92,7 +92,7 @@ class Kernel:
         for record in self.plugins.records.values():
             if record.status != ACTIVE and record.module is not None:
                 self._learn_flags_of(record, record.module)
-        narrow(self.table, self.lines)  # the flags and facts of the target's release lines
+        self.table = narrow(self.table, self.lines)  # the target's releases' flags and facts
 
     def check_references(self) -> None:
         """Check, once, every name the plugins' ``PluginInfo`` give (their problems join
@@ -132,7 +132,8 @@ class Kernel:
         declared = getattr(info, "options", None) if isinstance(info, PluginInfo) else None
         if function is None and declared is None:
             return
-        shadow = FlagTable()
+        shadow = FlagTable()  # a release may declare an unavailable plugin's flags (kitchen's):
+        shadow.release_data = self.table.release_data if record.status == UNAVAILABLE else {}
         try:
             flags = FlagDeclarations(shadow, record.name)
             if declared is not None:
@@ -370,8 +371,7 @@ class Kernel:
         """Run normalize, derive and validate over a parsed draft; raise if any problem."""
         order = [record for record in self.plugins.active() if record.status == ACTIVE]
         parse_problems = len(sink.problems)
-        withheld = fill_withheld(self.table, draft._values, draft._provenance,
-                                 lambda plugin: Provenance("default", plugin=plugin))
+        draft.settle(*withheld_defaults(self.table, draft, draft.provenance(), Provenance))
         for phase in PHASES:
             started = time.perf_counter()
             # validate may only report: mutable values are compared to a copy after each step
@@ -385,8 +385,8 @@ class Kernel:
                                               if not self._knock_on(p, sink.doubtful)]
         if sink.problems:
             raise ConfigError(_first_of_each(sink.problems), sink.warnings)
-        # what the target's release line lacks is no part of the result
-        drop_withheld(self.table, draft._values, draft._provenance, withheld)
+        taken = draft.withdraw([dest for dest in self.table.withheld if dest in draft])
+        draft.settle(*back_to_release(self.table, taken, draft))
         return draft.resolved([record.name for record in order])
 
     def _phase_steps(self, record: PluginRecord, phase: str, draft: Draft,

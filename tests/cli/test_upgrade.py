@@ -89,7 +89,7 @@ def test_a_validation_the_target_drops_is_a_change_too(capsys, clean_env):
     code, found = report(capsys, "0.17.1", "0.19.2", *flags)
     assert code == 1
     assert [p["message"] for p in found["from"]["problems"]] == [
-        "--optimizer muon does not support --use-distributed-optimizer in Megatron 0.17"]
+        "--optimizer muon does not support --use-distributed-optimizer in Megatron 0.17.1"]
     assert found["rejected"] == []
     layer_wise = [s for s in found["new_settings"]
                   if s["setting"] == "use_layer_wise_distributed_optimizer"]
@@ -117,8 +117,8 @@ def test_json_shape(capsys, clean_env):
     assert code == 1
     assert set(found) == {"from", "to", "source", "flags", "values", "rejected",
                           "new_warnings", "removed_settings", "new_settings", "changes"}
-    assert found["from"]["version"] == "0.15.0" and found["from"]["line"] == "0.15"
-    assert found["to"]["version"] == "0.19.2" and found["to"]["line"] == "0.19"
+    assert found["from"]["version"] == "0.15.0" and found["from"]["line"] == "0.15.0"
+    assert found["to"]["version"] == "0.19.2" and found["to"]["line"] == "0.19.2"
     assert found["source"] == "command line"
     assert found["changes"] == (len(found["flags"]) + len(found["values"])
                                 + len(found["rejected"]) + len(found["new_warnings"])

@@ -368,10 +368,16 @@ def _shown(value: Any) -> str:
     return to_json(value, indent=None)
 
 
+def _in_force(side: dict[str, Any]) -> str:
+    """``megatron_core 0.17.0``, or the measured release a version resolves as."""
+    shown = f"{PACKAGE} {side['version']}"
+    return shown if side["version"] == side["line"] else f"{shown} (as {side['line']})"
+
+
 def _print_text(report: dict[str, Any]) -> None:
     old, new = report["from"], report["to"]
-    print(f"from: {PACKAGE} {old['version']} (line {old['line']})")
-    print(f"to:   {PACKAGE} {new['version']} (line {new['line']})")
+    print(f"from: {_in_force(old)}")
+    print(f"to:   {_in_force(new)}")
     print(f"launch: {report['source']}")
     target = new["version"]
     if old["problems"]:

@@ -200,29 +200,30 @@ class TargetEnvironment(MutableRecord):
             return f"requires {wanted}, found {found}"
         return None
 
-    # -- the Megatron release line (see _releases) -------------------------------------------
+    # -- the Megatron release (see _releases) ------------------------------------------------
 
     def line_choice(self, package: str = "megatron_core") -> Any:
-        """The release line of ``package`` this target runs and where it came from (a
-        :class:`~megaplug.environment._releases.LineChoice`); only Megatron has lines."""
+        """The measured release of ``package`` this target runs and where it came from (a
+        :class:`~megaplug.environment._releases.LineChoice`); only Megatron has releases."""
         from ._releases import PACKAGE, choose_line
 
         if package != PACKAGE:
-            raise ValueError(f"no release lines are known for {package!r}")
+            raise ValueError(f"no measured releases are known for {package!r}")
         if self._line is None:
             self._line = choose_line(self.packages)
         return self._line
 
     def release_line(self, package: str = "megatron_core") -> str:
-        """The line label: ``"0.13"`` ... ``"0.19"``, ``"main"`` or ``"seed"``."""
+        """The measured release in force: ``"0.13.0"`` ... ``"0.19.2"``, ``"main"`` or
+        ``"seed"``."""
         return self.line_choice(package).line  # type: ignore[no-any-return]
 
     def release_source(self, package: str = "megatron_core") -> str:
-        """The line and where it came from, in words (``megaplug list`` / ``explain``)."""
+        """The release and where it came from, in words (``megaplug list`` / ``explain``)."""
         return self.line_choice(package).describe()  # type: ignore[no-any-return]
 
     def release_lines(self) -> dict[str, str]:
-        """Every package's line, as the kernel keys its flag table on them."""
+        """Every package's release in force, as the kernel keys its flag table on them."""
         from ._releases import PACKAGE
 
         return {PACKAGE: self.release_line(PACKAGE)}
@@ -230,20 +231,19 @@ class TargetEnvironment(MutableRecord):
     def line_problems(self) -> list[tuple[str, bool]]:
         """What a resolve reports about the target's Megatron version: ``(message, True)``
         for one megaplug cannot target (older, or no version), ``(message, False)`` for one
-        newer than every line it knows (resolved as the newest)."""
+        newer than every release it knows (resolved as the newest)."""
         choice = self.line_choice()
         return [(message, is_problem) for message, is_problem in (
             (choice.problem, True), (choice.warning, False)) if message]
 
-    def line_at_least(self, package: str, line: str) -> bool:
-        """Whether the target's line of ``package`` is ``line`` or a later one."""
-        from ._releases import line_index
+    @property
+    def megatron(self) -> Any:
+        """The megatron-core release this target runs, for rule conditions
+        (:class:`~megaplug.environment._releases.MegatronRelease`:
+        ``config.env.megatron.at_least("0.18.0")``, ``.between("0.16.0", "0.17.1")``)."""
+        from ._releases import MegatronRelease
 
-        return line_index(self.release_line(package)) >= line_index(line)
-
-    def line_before(self, package: str, line: str) -> bool:
-        """Whether the target's line of ``package`` is older than ``line``."""
-        return not self.line_at_least(package, line)
+        return MegatronRelease(self.release_line())
 
     def capability(self) -> tuple[int, int] | None:
         """The target GPU's compute capability, or ``None`` when there is no GPU."""

@@ -135,16 +135,16 @@ def _parse(extra_args_provider: Callable[[Any], Any] | None, ignore_unknown_args
     return args
 
 
-#: The first Megatron release line whose parse_args records whether --global-batch-size was
-#: given (``_is_global_batch_size_explicitly_specified``); older lines' namespaces lack it.
-_GIVEN_GLOBAL_BATCH_LINE = "0.18"
+#: The first Megatron release whose parse_args records whether --global-batch-size was
+#: given (``_is_global_batch_size_explicitly_specified``); older releases' namespaces lack it.
+_GIVEN_GLOBAL_BATCH_RELEASE = "0.18.0"
 
 
 def _records_given_global_batch(kernel: Kernel) -> bool:
-    from ..environment._releases import NEWEST, line_index
+    from ..environment._releases import NEWEST, MegatronRelease
 
-    line = kernel.lines.get("megatron_core", NEWEST)
-    return line_index(line) >= line_index(_GIVEN_GLOBAL_BATCH_LINE)
+    release = MegatronRelease(kernel.lines.get("megatron_core", NEWEST))
+    return release.at_least(_GIVEN_GLOBAL_BATCH_RELEASE)
 
 
 def _take_script_flags(extra_args_provider: Callable[[Any], Any] | None,
