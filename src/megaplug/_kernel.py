@@ -184,6 +184,8 @@ class Kernel:
         elif environ is not None and target.environ is None:
             target = target.with_environ(environ)  # the caller may reuse it elsewhere
         report_lines(target, sink)
+        if self.lines and target.release_lines() != self.lines:
+            sink.add(_other_line(self.lines, target.release_lines()))
         values = {dest: fresh(specs[0].default) for dest, specs in self.table.by_dest.items()}
         # records are immutable: the ~900 defaults share one per plugin
         declared = {plugin: Provenance("default", plugin=plugin)
@@ -442,6 +444,17 @@ class Kernel:
             sink.error(f"plugin {name!r} changed {', '.join(changed)} in validate",
                        flags=changed, hint="validate must only report problems", plugin=name,
                        rule=rule)
+
+
+def _other_line(table: Mapping[str, str], target: Mapping[str, str]) -> Problem:
+    """A resolve whose target runs another release line than the kernel's table is for:
+    its flags, defaults and rules would silently be the table's line's."""
+    def shown(lines: Mapping[str, str]) -> str:
+        return ", ".join(f"{package} {line}" for package, line in sorted(lines.items()))
+
+    return Problem(f"this kernel's flag table is for {shown(table)}, but the target runs "
+                   f"{shown(target)}", hint="resolve with the kernel of the target's line: "
+                   "megaplug.load(target=TARGET) or megaplug.resolve(argv, target=TARGET)")
 
 
 def _shown_unrecognized(sink: ProblemSink) -> bool:

@@ -155,6 +155,8 @@ def _run(tokens: list[str]) -> int:
         if options.command not in ("resolve", "explain", "diff", "upgrade", "memory") and unknown:
             raise UsageError(f"megaplug {options.command}: unrecognized arguments: "
                              + " ".join(unknown) + f" (see megaplug {options.command} --help)")
+        if options.command in _SHOWS_A_LINE and not _line_reported(options):
+            return EXIT_INVALID
         return _HANDLERS[options.command](options, [*unknown, *passthrough])
     except UsageError as exc:
         print(str(exc), file=sys.stderr)
@@ -165,6 +167,27 @@ def _run(tokens: list[str]) -> int:
     except PluginError as exc:
         print(f"megaplug: plugin error: {exc}", file=sys.stderr)
         return EXIT_INVALID
+
+
+#: Commands that show the flags of the target's release line without resolving: a Megatron
+#: version megaplug cannot target is a problem there (exit 2) as in a resolve, and one newer
+#: than every line a warning; ``list`` shows both in its output (text and JSON) instead.
+_SHOWS_A_LINE = ("flags", "schema", "completion", "docs")
+
+
+def _line_reported(options: argparse.Namespace) -> bool:
+    """Report what a resolve reports about the target's Megatron version (the one
+    ``report_lines``); False when it is a problem, and the command shows nothing."""
+    from .._errors import ProblemSink
+    from ..environment._line_facts import report_lines
+
+    sink = ProblemSink()
+    report_lines(target_from(options), sink)
+    for warning in sink.warnings:
+        print(f"megaplug: warning: {warning.message}", file=sys.stderr)
+    if sink.problems:
+        print_problems(sink.problems)
+    return not sink.problems
 
 
 def _split_passthrough(tokens: list[str]) -> tuple[list[str], list[str]]:
@@ -233,6 +256,10 @@ def _cmd_list(options: argparse.Namespace, _: list[str]) -> int:
     else:
         _print_plugin_table(rows)
         print(f"target Megatron: {target_line(options)}")
+        choice = target_from(options).line_choice()
+        for message, kind in ((choice.problem, "problem"), (choice.warning, "warning")):
+            if message:
+                print(f"{kind}: {message}")
         for problem in problems:
             print(f"problem: {problem}")
     for row in rows:
