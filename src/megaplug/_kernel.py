@@ -16,8 +16,10 @@ from ._rules import RuleStep
 from .sources._declarations import reference_problems, unresolved
 from .sources._config_files import ConfigFileError, load_config_file, spelled_twice
 from .environment import TargetEnvironment
+from .environment._environment import OTHER_LINE_HINT
 from .environment._line_facts import drop_withheld, fill_withheld, narrow, report_lines
 from .sources._command_line import NEGATIVE_NUMBER, Occurrence, split
+from .sources._selection import is_shipped
 from .values._encoding import fresh
 from .hookspecs import HOOKS, PHASES
 
@@ -86,8 +88,9 @@ class Kernel:
         return steps, superseded
 
     def _declare_all(self) -> None:
-        # Built-ins declare first, so a plugin claiming a built-in's flag is the one broken.
-        for record in sorted(self.plugins.active(), key=lambda r: r.source != "builtin"):
+        # Built-ins, then shipped plugins declare first: one claiming their flag is the one broken
+        for record in sorted(self.plugins.active(), key=lambda r: (r.source != "builtin",
+                                                                   not is_shipped(r))):
             self._declare(record)
         for record in self.plugins.records.values():
             if record.status != ACTIVE and record.module is not None:
@@ -114,7 +117,8 @@ class Kernel:
         except PluginError as exc:
             record.status, record.reason = BROKEN, str(exc)
             self.setup_problems.append(Problem(str(exc), plugin=record.name, hint=(
-                "block one of them with -p no:NAME" if " both " in str(exc) else
+                f"rename it, or block plugin {record.name!r} with -p no:{record.name}"
+                if " both " in str(exc) else
                 f"correct plugin {record.name!r}'s declaration, or block it with -p no:"
                 f"{record.name}")))
         except (Exception, SystemExit) as exc:  # sys.exit() in a plugin must not end megaplug
@@ -184,8 +188,8 @@ class Kernel:
         elif environ is not None and target.environ is None:
             target = target.with_environ(environ)  # the caller may reuse it elsewhere
         report_lines(target, sink)
-        if self.lines and target.release_lines() != self.lines:
-            sink.add(_other_line(self.lines, target.release_lines()))
+        if self.lines and (other := target.other_line_than(self.lines)):
+            sink.add(Problem(other, hint=OTHER_LINE_HINT))
         values = {dest: fresh(specs[0].default) for dest, specs in self.table.by_dest.items()}
         # records are immutable: the ~900 defaults share one per plugin
         declared = {plugin: Provenance("default", plugin=plugin)
@@ -444,17 +448,6 @@ class Kernel:
             sink.error(f"plugin {name!r} changed {', '.join(changed)} in validate",
                        flags=changed, hint="validate must only report problems", plugin=name,
                        rule=rule)
-
-
-def _other_line(table: Mapping[str, str], target: Mapping[str, str]) -> Problem:
-    """A resolve whose target runs another release line than the kernel's table is for:
-    its flags, defaults and rules would silently be the table's line's."""
-    def shown(lines: Mapping[str, str]) -> str:
-        return ", ".join(f"{package} {line}" for package, line in sorted(lines.items()))
-
-    return Problem(f"this kernel's flag table is for {shown(table)}, but the target runs "
-                   f"{shown(target)}", hint="resolve with the kernel of the target's line: "
-                   "megaplug.load(target=TARGET) or megaplug.resolve(argv, target=TARGET)")
 
 
 def _shown_unrecognized(sink: ProblemSink) -> bool:

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from typing import Any, Mapping
 
 _NOT_ASKED = object()
+#: What to do about a kernel whose flag table is for another line than its target's.
+OTHER_LINE_HINT = ("resolve with the kernel of the target's line: megaplug.load(target=TARGET) "
+                   "or megaplug.resolve(argv, target=TARGET)")
 
 #: Import names whose distribution is spelled differently on PyPI.
 _DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
@@ -250,6 +253,15 @@ class TargetEnvironment(MutableRecord):
         choice = self.line_choice()
         return [(message, is_problem) for message, is_problem in (
             (choice.problem, True), (choice.warning, False)) if message]
+
+    def other_line_than(self, lines: Mapping[str, str]) -> str | None:
+        """Why a flag table for ``lines`` does not fit this target (its flags, defaults and
+        rules would silently be another release's), or ``None`` when it does."""
+        if self.release_lines() == dict(lines):
+            return None
+        shown = [", ".join(f"{package} {line}" for package, line in sorted(chosen.items()))
+                 for chosen in (lines, self.release_lines())]
+        return f"this kernel's flag table is for {shown[0]}, but the target runs {shown[1]}"
 
     def line_at_least(self, package: str, line: str) -> bool:
         """Whether the target's line of ``package`` is ``line`` or a later one."""
