@@ -650,10 +650,12 @@ def _cmd_completion(options: argparse.Namespace, _: list[str]) -> int:
 
 
 def _cmd_docs(options: argparse.Namespace, _: list[str]) -> int:
+    command = _docs_command(options)
+
     def pages(kernel: Any) -> list[list[str]]:
         from ._docs import reference_pages
 
-        return [[name, text] for name, text in reference_pages(kernel).items()]
+        return [[name, text] for name, text in reference_pages(kernel, command).items()]
 
     def safe(pages: list[list[str]]) -> bool:  # a tampered file writes nowhere else
         return all(len(page) == 2 and _is_page_name(page[0]) for page in pages)
@@ -666,6 +668,24 @@ def _cmd_docs(options: argparse.Namespace, _: list[str]) -> int:
     print(f"wrote {len(written)} files to {directory}: "
           + ", ".join(name for name, _text in written))
     return EXIT_OK
+
+
+def _docs_command(options: argparse.Namespace) -> str:
+    """The command that regenerates this reference (its index names it); with
+    ``--shipped``, the plugins no shipped distribution provides are blocked first."""
+    import shlex
+
+    if options.shipped:
+        from ..cache._entry_points import entry_points
+        from ..sources._selection import SHIPPED_DISTRIBUTIONS
+
+        options.plugin_controls = [*options.plugin_controls, *(
+            f"no:{entry.name}" for entry in entry_points()
+            if entry.distribution not in SHIPPED_DISTRIBUTIONS)]
+    words = ["megaplug", "docs", *(["--shipped"] if options.shipped else []),
+             *(word for item in options.assume for word in ("--assume", item)),
+             "--out", options.out]
+    return shlex.join(words)
 
 
 def _is_page_name(name: str) -> bool:

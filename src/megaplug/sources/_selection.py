@@ -148,7 +148,7 @@ def name_refusal(name: str, holder: str | None, own_name: str) -> str:
 
 
 #: Option strings megaplug takes out of a command line before any plugin sees it.
-_MEGAPLUG_OWN = {"--config": "config files", "--no-autoload": "the plugin selection",
+_READ_BY_MEGAPLUG = {"--config": "config files", "--no-autoload": "the plugin selection",
                  "-h": "help", "--help": "help", "--": "the end of the options"}
 
 
@@ -157,4 +157,4 @@ def read_by_megaplug(option: str) -> str | None:
     it: ``-p`` and anything ``-p`` begins (``-pNAME`` is ``-p NAME``) select plugins."""
     if option.startswith("-p") and not option.startswith("--"):
         return "the plugin selection: -p NAME, -pNAME"
-    return _MEGAPLUG_OWN.get(option.partition("=")[0])
+    return _READ_BY_MEGAPLUG.get(option.partition("=")[0])
