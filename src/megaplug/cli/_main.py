@@ -685,7 +685,8 @@ def _docs_command(options: argparse.Namespace) -> str:
     words = ["megaplug", "docs", *(["--shipped"] if options.shipped else []),
              *(word for item in options.assume for word in ("--assume", item)),
              "--out", options.out]
-    return shlex.join(words)
+    # a page is UTF-8 text: a path's bytes that are not (caf\xe9) are shown replaced
+    return shlex.join(words).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _is_page_name(name: str) -> bool:

@@ -28,7 +28,7 @@ from megaplug.values._loaded import same_json
 
 from reliability_support import MINIMAL, ok_cases, resolve_environment, target_for
 from reliability_support import third_party_blocks
-from test_round3_sources import FLAGS, texts_for
+from test_convert_sources import FLAGS, texts_for
 
 EXAMPLES = int(os.environ.get("MEGAPLUG_ROUND3_EXAMPLES", 300)) // 5
 KERNEL, _ = megaplug.load([])
