@@ -306,8 +306,8 @@ class Resolved(_Settings):
 
         Dumped to a config file and resolved again, they reproduce this configuration.
         """
-        return {name: value for name, record in self._provenance.items()
-                if (value := _given_value(record, _NOT_GIVEN)) is not _NOT_GIVEN}
+        return {name: deep_copy(value) for name, record in self._provenance.items()
+                if (value := _given_value(record, _NOT_GIVEN)) is not _NOT_GIVEN}  # copies
 
     def to_namespace(self, *, torch_types: bool = False) -> argparse.Namespace:
         """A plain ``argparse.Namespace`` copy; ``torch_types`` turns dtypes into

@@ -7,6 +7,7 @@ import importlib
 from ._errors import PluginError
 from ._options import FlagSpec, spec_from_argparse, specs_from_options
 from .environment._release_data import release_data_beside
+from .sources._selection import read_by_megaplug
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -108,6 +109,10 @@ class FlagTable:
     def add(self, spec: FlagSpec) -> None:
         """Add a spec, or raise ``PluginError`` naming both owners of a dest, option string
         or environment variable."""
+        for option in spec.option_strings:
+            if taken := read_by_megaplug(option):
+                raise PluginError(f"plugin {spec.plugin!r} declares the flag {option}, which "
+                                  f"megaplug reads itself ({taken}): it never reaches a plugin")
         existing = self.by_dest.get(spec.dest)
         if existing and existing[0].plugin != spec.plugin:
             raise PluginError(f"plugins {existing[0].plugin!r} and {spec.plugin!r} both "

@@ -5,10 +5,8 @@ each tag and each wheel, measured off its own code), as are Megatron-LM ``"main"
 ``"seed"``, megaplug's own (main plus the seed's newer flags). The releases, oldest first,
 are data: ``megatron_releases.json`` beside this module, written by
 scripts/gen_megatron_releases.py. A version is read from what states it (``--assume
-megatron_core=0.17.1``), else from the Megatron this process would import -- without
-importing it: an imported ``megatron.core``'s ``package_info``, the ``megatron-core``
-distribution's metadata beside the package, or the package's own ``package_info.py`` read
-as text (a source checkout) -- else none: the newest. A version megaplug did not measure
+megatron_core=0.17.1``), else from the Megatron this process would import, without
+importing it (``_detection``) -- else none: the newest. A version megaplug did not measure
 resolves to the nearest earlier measured release and says so; a pre-release (``rc``,
 ``dev``) to its release.
 """
@@ -17,9 +15,8 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
-from .._startup import version_in
+from ._detection import forget_local_megatron, local_megatron  # noqa: F401  (tests forget it here)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -159,7 +156,9 @@ def choose_line(stated: Mapping[str, str | None]) -> LineChoice:
         if version is None:
             return LineChoice(NEWEST, None, f"stated as not installed: the newest, {NEWEST}")
         return line_of(version, "as stated")
-    version, source = local_megatron()
+    version, source, problem = local_megatron()
+    if problem is not None:  # found, but its version could not be read
+        return LineChoice(NEWEST, None, source, problem=problem)
     if version is None:
         return LineChoice(NEWEST, None, f"{source}: the newest, {NEWEST}")
     return line_of(version, source)
@@ -206,68 +205,3 @@ def place_of(release: str) -> int:
         raise ValueError(f"{release!r} is not a measured {PACKAGE} release; the releases are "
                          f"{', '.join(RELEASES)}")
     return place
-
-
-_MEMO: dict[tuple[object, ...], tuple[str | None, str]] = {}
-
-
-def local_megatron() -> tuple[str | None, str]:
-    """(version, where it was read) of the Megatron this process imports or would import;
-    (None, why not) when there is none. Memoised per ``sys.path``."""
-    imported = sys.modules.get("megatron.core")
-    key = (tuple(sys.path), imported is not None)
-    if key not in _MEMO:
-        _MEMO[key] = _imported_version(imported) if imported else _importable_version()
-    return _MEMO[key]
-
-
-def forget_local_megatron() -> None:
-    """Drop the memo (tests that change what is importable)."""
-    _MEMO.clear()
-
-
-def _imported_version(core: object) -> tuple[str | None, str]:
-    info = sys.modules.get("megatron.core.package_info")
-    version = getattr(info, "__version__", None)
-    if isinstance(version, str):
-        return version, "imported megatron.core"
-    path = getattr(core, "__file__", None)
-    found = _package_info_version(os.path.dirname(path)) if path else None
-    return found, "imported megatron.core" if found else "imported megatron.core, no version"
-
-
-def _importable_version() -> tuple[str | None, str]:
-    """The first ``megatron`` package on ``sys.path``, as the import system would find it,
-    looked for with a stat per entry: no finder is asked (asking one caches it for the
-    process, which the flag table's snapshot would then depend on)."""
-    for entry in sys.path:
-        location = os.path.join(entry or os.getcwd(), "megatron")
-        if not os.path.isfile(os.path.join(location, "__init__.py")):
-            continue
-        installed = version_in(entry or os.getcwd(), (PACKAGE,))
-        if installed is not None:
-            return installed, "installed megatron-core"
-        found = _package_info_version(os.path.join(location, "core"))
-        if found is not None:
-            return found, f"megatron.core's package_info in {location}"
-        return None, "megatron importable here, without a version"
-    return None, "no megatron-core installed or stated"
-
-
-def _package_info_version(core_dir: str) -> str | None:
-    """``MAJOR.MINOR.PATCH`` from ``package_info.py``'s assignments, read as text."""
-    try:
-        with open(os.path.join(core_dir, "package_info.py"), encoding="utf-8") as handle:
-            text = handle.read(65536)
-    except OSError:
-        return None
-    numbers: dict[str, str] = {}
-    for line in text.splitlines():
-        name, equals, value = line.partition("=")
-        value = value.split("#")[0].strip()
-        if equals and name.strip() in ("MAJOR", "MINOR", "PATCH") and value.isdigit():
-            numbers.setdefault(name.strip(), value)
-    if len(numbers) < 3:
-        return None
-    return f"{numbers['MAJOR']}.{numbers['MINOR']}.{numbers['PATCH']}"
-

@@ -28,7 +28,7 @@ from megaplug.values._loaded import same_json
 
 from reliability_support import MINIMAL, ok_cases, resolve_environment, target_for
 from reliability_support import third_party_blocks
-from test_round3_sources import FLAGS, texts_for
+from test_convert_sources import FLAGS, texts_for
 
 EXAMPLES = int(os.environ.get("MEGAPLUG_ROUND3_EXAMPLES", 300)) // 5
 KERNEL, _ = megaplug.load([])
@@ -111,7 +111,9 @@ def reload_problems(resolved: Any) -> list[str]:
 
     Left out: Megatron's scalar defaults of two list flags (``moe_router_load_balancing_type``
     ``'aux_loss'``, ``moe_aux_loss_coeff`` ``0.0``), which a source, like the command line,
-    can only give as a list (``['aux_loss']``)."""
+    can only give as a list (``['aux_loss']``); and the empty defaults of ``nargs='+'``
+    flags (``triton_autotune_block_sizes``), which no source, like the command line, can
+    give: it takes at least one value (one conversion, one check)."""
     wrong = []
     for dest in resolved:
         specs = KERNEL.table.by_dest.get(dest)
@@ -120,6 +122,8 @@ def reload_problems(resolved: Any) -> list[str]:
             continue
         if specs[0].nargs is not None and not isinstance(resolved[dest], (list, tuple)) \
                 and resolved[dest] is not None and record.source == "default":
+            continue
+        if specs[0].nargs == "+" and resolved[dest] in ([], ()) and record.source == "default":
             continue
         written = encode(resolved[dest])
         read = KERNEL.convert(specs[0], json.loads(json.dumps(written)), source="config-file")
