@@ -272,11 +272,6 @@ def test_defaults_keyed_by_what_is_not_text_are_a_problem(key):
                          "'x', not an int"),
     ("lr", "1e-4", "lr set on the namespace before validate_args is the text '1e-4', not a "
                    "float"),
-    ("num_layers", 2.5, "num_layers set on the namespace before validate_args: expected "
-                        "int, got 2.5"),
-    ("attention_backend", "bogus", "attention_backend set on the namespace before "
-                                   "validate_args: invalid AttnBackend value 'bogus' (choose "
-                                   "from flash, fused, unfused, local, auto)"),
 ])
 def test_a_bad_value_set_between_parse_and_validate_is_one_typed_problem(setting, value,
                                                                        message):

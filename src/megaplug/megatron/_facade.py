@@ -404,27 +404,22 @@ def _provenance_for(values: dict[str, Any], state: NamespaceState, kernel: Kerne
 
 def _check_caller_edits(values: dict[str, Any], provenance: Mapping[str, Provenance],
                         kernel: Kernel, sink: ProblemSink) -> None:
-    """What the caller set on the namespace between parse and validate goes through the
-    one conversion, as every source does: a value of the wrong type is a problem naming
-    the setting, never a rule's TypeError. The namespace holds parsed values, so text for a
-    number (``"4"``) is refused, not parsed."""
+    """Text the caller set on the namespace between parse and validate for a number
+    setting is a problem naming the setting, never a rule's TypeError: the namespace holds
+    parsed values, so ``"4"`` is refused, not parsed. Any other value stays as set, for the
+    plugins to judge as Megatron's code would meet it (a bare string where the command line
+    makes a list, a dotted enum name). A refused one is left in doubt: its knock-ons (a
+    rule raising on it) are not reported."""
     for key, record in provenance.items():
         spec = kernel.table.by_dest.get(key, [None])[0]
-        if record.detail != _CALLER_EDIT or spec is None or values.get(key) is None:
+        value = values.get(key)
+        if (record.detail != _CALLER_EDIT or spec is None or not isinstance(value, str)
+                or spec.type not in (int, float) or spec.nargs is not None):
             continue
-        value = values[key]
-        if isinstance(value, str) and spec.type in (int, float):
-            checked: Any = Problem(
-                f"{key} {_CALLER_EDIT} is the text {_errors.shorten(repr(value), 100)}, not "
-                f"{'an int' if spec.type is int else 'a float'}", (spec.primary,),
-                f"set args.{key} to a number", spec.plugin)
-        else:
-            checked = kernel.convert(spec, value, source="namespace")
-        if isinstance(checked, Problem):
-            sink.add(checked)
-            sink.doubtful.add(key)
-        else:
-            values[key] = checked
+        sink.add(Problem(f"{key} {_CALLER_EDIT} is the text {_errors.shorten(repr(value), 100)}"
+                         f", not {'an int' if spec.type is int else 'a float'}",
+                         (spec.primary,), f"set args.{key} to a number", spec.plugin))
+        sink.doubtful.add(key)
 
 
 def parse_and_validate_args(
