@@ -12,4 +12,14 @@ megaplug explain data_parallel_size --config examples/configs/tiny-gpt.yaml
 megaplug explain ffn_hidden_size --config examples/configs/tiny-gpt.yaml
 echo
 echo "== training (examples/train_gpt.py on examples/configs/tiny-gpt.yaml) =="
-python examples/train_gpt.py "$@"
+# Megatron's argument table (~900 lines, printed as validate_args ends) goes to a file: a
+# few of its lines show here, the training's own output stays in view
+mkdir -p runs
+python examples/train_gpt.py "$@" | awk -v table=runs/train-arguments.txt '
+    /^-+ arguments -+$/ { inside = 1; rows = 0; print > table; print; next }
+    inside && /^-+ end of arguments -+$/ {
+        inside = 0; print > table
+        if (rows > 5) printf "... (%d more; the whole table: %s)\n", rows - 5, table
+        print; next }
+    inside { rows++; print > table; if (rows <= 5) print; next }
+    { print }'

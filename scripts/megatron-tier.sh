@@ -10,9 +10,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # sybil: the root conftest.py collects the documentation's blocks (docs/snippets.md), and
 # tests/megatron/test_docs_snippets.py runs those marked for this tier.
-PYTHON="$(bash scripts/megatron-overlay.sh .venv-megatron "sybil>=9")"
+PYTHON="$(bash scripts/megatron-overlay.sh .venv-megatron "sybil>=9" "pytest-xdist>=3.5")"
 if [ "$#" -eq 0 ]; then
     mapfile -t paths < <(find tests plugins -type d -name megatron -path '*tests/megatron' | sort)
     set -- "${paths[@]}"
 fi
-exec "$PYTHON" -m pytest -p no:cacheprovider "$@"
+# one pytest-xdist worker per core, as the main tier
+exec "$PYTHON" -m pytest -p no:cacheprovider -n auto "$@"

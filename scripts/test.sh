@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . .venv/bin/activate
 status=0
-python -m pytest "$@" || status=$?
+# -n auto: one pytest-xdist worker per core (the suite is CPU-bound, its tests independent;
+# a later -n in "$@" wins)
+python -m pytest -n auto "$@" || status=$?
 bash scripts/megatron-tier.sh || status=$?
 exit "$status"

@@ -228,3 +228,98 @@ def test_preflight_runs_only_when_asked():
     with pytest.raises(megaplug.ConfigError):
         parse_and_validate_args(argv=argv, environ={**env, "MEGAPLUG_PREFLIGHT": "1"},
                                 target=target(), torch_types=False)
+
+
+# -- what a caller hands the facade, checked as megaplug.resolve checks it ----------------------
+
+_VALID = ["--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4",
+          "--seq-length", "128", "--max-position-embeddings", "128", "--micro-batch-size", "1"]
+
+
+def _plain(**kwargs):
+    return parse_and_validate_args(torch_types=False, register=False, environ={}, **kwargs)
+
+
+@pytest.mark.parametrize("argv", ["--num-layers 2", b"--num-layers 2"])
+def test_argv_as_one_string_is_refused_as_resolve_refuses_it(argv):
+    for call in (lambda: megaplug.megatron.parse_args(argv=argv),
+                 lambda: _plain(argv=argv), lambda: megaplug.resolve(argv)):
+        with pytest.raises(TypeError, match="argv must be a list of str, not one"):
+            call()
+
+
+def test_a_path_in_argv_is_its_text(tmp_path):
+    from pathlib import Path
+
+    args = _plain(argv=[*_VALID, "--data-path", Path("/data/corpus"), "--split", "1,0,0"])
+    assert args.data_path == ["/data/corpus"]
+    with pytest.raises(TypeError, match=r"argv\[1\] is 2, a int"):
+        megaplug.megatron.parse_args(argv=["--num-layers", 2])
+
+
+@pytest.mark.parametrize("key", [1, None, ("num_layers",)])
+def test_defaults_keyed_by_what_is_not_text_are_a_problem(key):
+    with pytest.raises(megaplug.ConfigError) as error:
+        _plain(argv=_VALID, args_defaults={key: 2})
+    assert [p.message for p in error.value.problems] == [
+        f"the caller's defaults name a setting by {key!r} ({type(key).__name__})"]
+
+
+@pytest.mark.parametrize("setting,value,message", [
+    ("num_layers", "4", "num_layers set on the namespace before validate_args is the text "
+                        "'4', not an int"),
+    ("hidden_size", "x", "hidden_size set on the namespace before validate_args is the text "
+                         "'x', not an int"),
+    ("lr", "1e-4", "lr set on the namespace before validate_args is the text '1e-4', not a "
+                   "float"),
+])
+def test_a_bad_value_set_between_parse_and_validate_is_one_typed_problem(setting, value,
+                                                                       message):
+    args = megaplug.megatron.parse_args(argv=_VALID, environ={})
+    setattr(args, setting, value)
+    with pytest.raises(megaplug.ConfigError) as error:
+        validate_args(args, torch_types=False)
+    assert [p.message for p in error.value.problems] == [message]
+
+
+def test_a_good_value_set_between_parse_and_validate_is_taken():
+    args = megaplug.megatron.parse_args(argv=_VALID, environ={})
+    args.num_layers, args.lr = 4, 3e-4
+    validate_args(args, torch_types=False)
+    assert (args.num_layers, args.lr) == (4, 3e-4)
+    assert megaplug.megatron.provenance(args)["num_layers"].detail == \
+        "set on the namespace before validate_args"
+
+
+def test_a_bad_value_of_the_entry_scripts_flag_is_reported_once():
+    def provider(parser):
+        parser.add_argument("--my-flag", type=int, default=1)
+        parser.add_argument("--my-list", type=int, nargs="+", default=[1])
+        return parser
+
+    for bad in (["--my-flag", "x"], ["--my-list", "1", "x"]):
+        with pytest.raises(megaplug.ConfigError) as error:
+            _plain(extra_args_provider=provider, argv=[*_VALID, *bad])
+        assert [p.plugin for p in error.value.problems] == ["extra_args_provider"], \
+            error.value.problems
+
+
+def test_a_ten_megabyte_value_is_refused_quickly_and_shown_short():
+    import time
+
+    started = time.perf_counter()
+    with pytest.raises(megaplug.ConfigError) as error:
+        _plain(argv=[*_VALID, "--tokenizer-type", "a" * 10_000_000])
+    assert time.perf_counter() - started < 5
+    assert len(str(error.value)) < 2000
+    assert "more characters" in str(error.value)
+
+
+def test_given_values_cannot_be_changed_from_outside():
+    resolved = megaplug.resolve([*_VALID, "--data-path", "a", "b", "--split", "1,0,0"],
+                                environ={})
+    given = resolved.given_values()
+    given["data_path"].append("z")
+    given["num_layers"] = 99
+    assert resolved.given_values()["data_path"] == ["a", "b"]
+    assert resolved.given_values()["num_layers"] == 2

@@ -13,7 +13,7 @@ from .values._encoding import deep_copy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Iterator, Mapping
+    from typing import Any, Iterable, Iterator, Mapping
 
 #: Where a value can come from, lowest precedence first.
 SOURCES = ("default", "caller-default", "config-file", "environment", "command-line",
@@ -209,6 +209,16 @@ class Draft(_Settings):
         self._provenance[name] = Provenance(source, "", self._plugin, tuple(inputs),
                                             reason, self._provenance.get(name), rule=self._rule)
 
+    def settle(self, values: Mapping[str, Any], provenance: Mapping[str, Provenance]) -> None:
+        """Put settings in place outside any rule (the kernel: what the release lacks)."""
+        self._values.update(values)
+        self._provenance.update(provenance)
+
+    def withdraw(self, names: Iterable[str]) -> dict[str, tuple[Any, Provenance | None]]:
+        """Take settings out, outside any rule: name -> (value, provenance)."""
+        return {name: (self._values.pop(name, None), self._provenance.pop(name, None))
+                for name in names}
+
     def discard(self, name: str, *, reason: str = "") -> None:
         """Drop a retired setting from the result (Megatron's ``del args.x``)."""
         self._check_writable(name)
@@ -296,8 +306,8 @@ class Resolved(_Settings):
 
         Dumped to a config file and resolved again, they reproduce this configuration.
         """
-        return {name: value for name, record in self._provenance.items()
-                if (value := _given_value(record, _NOT_GIVEN)) is not _NOT_GIVEN}
+        return {name: deep_copy(value) for name, record in self._provenance.items()
+                if (value := _given_value(record, _NOT_GIVEN)) is not _NOT_GIVEN}  # copies
 
     def to_namespace(self, *, torch_types: bool = False) -> argparse.Namespace:
         """A plain ``argparse.Namespace`` copy; ``torch_types`` turns dtypes into

@@ -16,9 +16,13 @@ from ._rules import RuleStep
 from .sources._declarations import reference_problems, unresolved
 from .sources._config_files import ConfigFileError, load_config_file, spelled_twice
 from .environment import TargetEnvironment
-from .environment._line_facts import drop_withheld, fill_withheld, narrow, report_lines
+from .environment._environment import OTHER_LINE_HINT
+from .environment._narrow import back_to_release, narrow, report_lines, withheld_defaults
 from .sources._command_line import NEGATIVE_NUMBER, Occurrence, split
+from .sources._selection import is_shipped
 from .values._encoding import fresh
+from .values._read_log import refused_by, watch_reads
+from .values._conversion import conversion_problem as _conversion_problem
 from .hookspecs import HOOKS, PHASES
 
 TYPE_CHECKING = False
@@ -86,13 +90,14 @@ class Kernel:
         return steps, superseded
 
     def _declare_all(self) -> None:
-        # Built-ins declare first, so a plugin claiming a built-in's flag is the one broken.
-        for record in sorted(self.plugins.active(), key=lambda r: r.source != "builtin"):
+        # Built-ins, then shipped plugins declare first: one claiming their flag is the one broken
+        for record in sorted(self.plugins.active(), key=lambda r: (r.source != "builtin",
+                                                                   not is_shipped(r))):
             self._declare(record)
         for record in self.plugins.records.values():
             if record.status != ACTIVE and record.module is not None:
                 self._learn_flags_of(record, record.module)
-        narrow(self.table, self.lines)  # the flags and facts of the target's release lines
+        self.table = narrow(self.table, self.lines)  # the target's releases' flags and facts
 
     def check_references(self) -> None:
         """Check, once, every name the plugins' ``PluginInfo`` give (their problems join
@@ -114,7 +119,8 @@ class Kernel:
         except PluginError as exc:
             record.status, record.reason = BROKEN, str(exc)
             self.setup_problems.append(Problem(str(exc), plugin=record.name, hint=(
-                "block one of them with -p no:NAME" if " both " in str(exc) else
+                f"rename it, or block plugin {record.name!r} with -p no:{record.name}"
+                if " both " in str(exc) else
                 f"correct plugin {record.name!r}'s declaration, or block it with -p no:"
                 f"{record.name}")))
         except (Exception, SystemExit) as exc:  # sys.exit() in a plugin must not end megaplug
@@ -132,7 +138,8 @@ class Kernel:
         declared = getattr(info, "options", None) if isinstance(info, PluginInfo) else None
         if function is None and declared is None:
             return
-        shadow = FlagTable()
+        shadow = FlagTable()  # a release may declare an unavailable plugin's flags (kitchen's):
+        shadow.release_data = self.table.release_data if record.status == UNAVAILABLE else {}
         try:
             flags = FlagDeclarations(shadow, record.name)
             if declared is not None:
@@ -184,6 +191,8 @@ class Kernel:
         elif environ is not None and target.environ is None:
             target = target.with_environ(environ)  # the caller may reuse it elsewhere
         report_lines(target, sink)
+        if self.lines and (other := target.other_line_than(self.lines)):
+            sink.add(Problem(other, hint=OTHER_LINE_HINT))
         values = {dest: fresh(specs[0].default) for dest, specs in self.table.by_dest.items()}
         # records are immutable: the ~900 defaults share one per plugin
         declared = {plugin: Provenance("default", plugin=plugin)
@@ -228,7 +237,8 @@ class Kernel:
         if spec.check_choice(value):
             return value
         shown = [choice_name(v) for v in value] if isinstance(value, list) else choice_name(value)
-        return _conversion_problem(spec, raw, f"invalid choice {shown!r}", source, detail)
+        return _conversion_problem(spec, raw, f"invalid choice {shorten(repr(shown), 200)}",
+                                   source, detail)
 
     def _apply_config_file(self, path: str, values: dict[str, Any],
                            provenance: dict[str, Provenance], sink: ProblemSink) -> bool:
@@ -352,6 +362,11 @@ class Kernel:
         they fill settings that are still None; a different given value wins, with a warning."""
         sink.problems += spelled_twice(defaults, "the caller's defaults", self.table)
         for key, raw in defaults.items():
+            if not isinstance(key, str):
+                sink.add(Problem(f"the caller's defaults name a setting by {key!r} "
+                                 f"({type(key).__name__})", hint="name settings by text, "
+                                 "such as num_layers"))
+                continue
             value = self.convert(key, raw, source="caller-default")
             key = spec.dest if (spec := self.table.lookup(key)) is not None else key
             current = values.get(key)
@@ -370,8 +385,10 @@ class Kernel:
         """Run normalize, derive and validate over a parsed draft; raise if any problem."""
         order = [record for record in self.plugins.active() if record.status == ACTIVE]
         parse_problems = len(sink.problems)
-        withheld = fill_withheld(self.table, draft._values, draft._provenance,
-                                 lambda plugin: Provenance("default", plugin=plugin))
+        #: Settings a plugin refused, by a problem naming its own setting: no rule raising on
+        #: one is reported (the refusal was).
+        self.refused: set[str] = set()
+        draft.settle(*withheld_defaults(self.table, draft, draft.provenance(), Provenance))
         for phase in PHASES:
             started = time.perf_counter()
             # validate may only report: mutable values are compared to a copy after each step
@@ -385,8 +402,8 @@ class Kernel:
                                               if not self._knock_on(p, sink.doubtful)]
         if sink.problems:
             raise ConfigError(_first_of_each(sink.problems), sink.warnings)
-        # what the target's release line lacks is no part of the result
-        drop_withheld(self.table, draft._values, draft._provenance, withheld)
+        taken = draft.withdraw([dest for dest in self.table.withheld if dest in draft])
+        draft.settle(*back_to_release(self.table, taken, draft))
         return draft.resolved([record.name for record in order])
 
     def _phase_steps(self, record: PluginRecord, phase: str, draft: Draft,
@@ -423,6 +440,8 @@ class Kernel:
         rule for whatever goes wrong (and undoing what it changed in place in validate)."""
         name, rule = record.name, step.name
         view = draft.for_rule(phase, name, rule)
+        refused, before = sink.doubtful | self.refused, len(sink.problems)
+        reads = watch_reads(view) if refused else None  # after a refusal only
         superseded = self._superseded.get(f"{name}.{rule}", ())
         try:
             if (step.when is None or step.when(view)) and not any(
@@ -433,10 +452,13 @@ class Kernel:
             sink.error(str(exc), hint="move the change to a derive or normalize hook",
                        plugin=name, rule=rule)
         except (Exception, SystemExit) as exc:
+            if reads is not None and reads & refused:  # a refused value's knock-on: no bug
+                return
             sink.error(f"plugin {name!r} ({record.where()}) raised {type(exc).__name__} "
                        f"in {phase}{f' rule {rule}' if rule else ''}: {exc}",
                        hint=f"this is a bug in the plugin; block it with -p no:{name}",
                        plugin=name, rule=rule)
+        self.refused |= refused_by(name, sink.problems[before:], self.table)
         changed = view.undo_changes(copies) if copies else []
         if changed:
             sink.error(f"plugin {name!r} changed {', '.join(changed)} in validate",
@@ -480,32 +502,6 @@ def _give(values: dict[str, Any], provenance: dict[str, Provenance], setting: Fl
     values[dest] = value
     provenance[dest] = Provenance(source, detail, plugin if isinstance(setting, str)
                                   else setting.plugin, previous=provenance.get(dest), value=value)
-
-
-#: How a conversion problem names where the value came from.
-_SUBJECTS = {
-    "command-line": "{primary}",
-    "config-file": "{primary} in config file {detail}",
-    "environment": "environment variable {detail}={raw} is not valid",
-    "caller-default": "{dest} in the caller's defaults",
-    "checkpoint": "{dest} in the checkpoint arguments of {detail}",
-}
-
-
-def _conversion_problem(spec: FlagSpec, raw: Any, reason: str, source: str,
-                        detail: str) -> Problem:
-    name = detail if source == "environment" else spec.primary
-    subject = _SUBJECTS.get(source, "{primary} from {source} {detail}").format(
-        primary=spec.primary, dest=spec.dest, detail=detail, source=source,
-        raw=shorten(repr(raw), 100))
-    kind = "finite float" if spec.type is float else spec.type_name or "text"
-    hint = ("choose from " + ", ".join(map(choice_name, spec.choices))
-            if spec.choices is not None else
-            f"give {name} a number, text, true or false, or a list of these"
-            if spec.kind == "computed" else f"give {name} true or false"
-            if spec.action in ("store_true", "store_false", "boolean_optional")
-            else f"give {name} {'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind} value")
-    return Problem(f"{subject}: {reason}", (name,), hint, spec.plugin)
 
 
 def _first_of_each(problems: Iterable[Problem]) -> list[Problem]:

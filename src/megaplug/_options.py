@@ -154,7 +154,7 @@ class FlagSpec(MutableRecord):
             from .values._loaded import loaded_items  # as many values as the command line's
 
             return [self._convert_one(item)
-                    for item in loaded_items(raw, self.nargs, self.default)]
+                    for item in loaded_items(raw, self.nargs)]
         return self._convert_one(raw)
 
     def _convert_one(self, raw: Any) -> Any:

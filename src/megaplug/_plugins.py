@@ -13,7 +13,8 @@ from ._record import FrozenRecord, MutableRecord
 from ._rules import Rules
 from ._version import __version__
 from .cache._entry_points import import_quietly, note_shadowed
-from .sources._selection import PluginSelection
+from .sources._selection import (PluginSelection, is_plugin_name, is_shipped, name_refusal,
+                                 shipped_first)
 from .environment import TargetEnvironment
 
 TYPE_CHECKING = False
@@ -26,7 +27,6 @@ BUILTIN_PLUGINS: tuple[str, ...] = tuple(f"megaplug.builtin.{name}" for name in 
     "resilience", "experimental"))
 
 _BLOCKED = "blocked by -p no: / MEGAPLUG_DISABLE"
-
 
 class Requirement(FrozenRecord):
     """An optional package a plugin needs: import name and an optional minimum version."""
@@ -200,7 +200,7 @@ class PluginSet:
         self._manager: Any = None  # pluggy's, made for the first plugin with a hook
         for item in builtins:
             self._load_object(item, source="builtin")
-        for entry_point in _entry_points() if self.selection.autoload else ():
+        for entry_point in shipped_first(_entry_points()) if self.selection.autoload else ():
             self._load_entry_point(entry_point)
         for name in self.selection.load:
             self._load_named(name)
@@ -270,11 +270,10 @@ class PluginSet:
         record = PluginRecord(name, ACTIVE, source, "", plugin, info, entry_point, distribution,
                               info.version if info and info.version else version,
                               _implemented_hooks(plugin, info))
-        if name in self.records:
-            if self.records[name].module is plugin:
-                return  # the same module again (an entry point and plugins=[module])
-            raise PluginError(f"two plugins are named {name!r}: "
-                              f"{self.records[name].where()} and {record.where()}")
+        if any(known.module is plugin for known in self.records.values()):
+            return  # the same module again (an entry point and plugins=[module])
+        if name in self.records or not is_plugin_name(name):
+            return self._refuse_name(record, fallback_name.rsplit(".", 1)[-1])
         missing = [problem for r in (info.requires if info else ())
                    if (problem := self.local.requirement_problem(r.import_name, r.min_version))]
         if name in self.selection.block:
@@ -283,6 +282,19 @@ class PluginSet:
             record.status, record.reason = UNAVAILABLE, "; ".join(missing)
         elif problem := self._registration_problem(plugin, name):
             record.status, record.reason = BROKEN, problem
+        self._add(record)
+
+    def _refuse_name(self, record: PluginRecord, own_name: str) -> None:
+        """A plugin whose name cannot be blocked, or that another already has: it is
+        recorded broken (under its own entry point's or module's name where that is free)."""
+        holder = self.records.get(record.name)
+        if holder is not None and (own_name in (record.name, *self.records)
+                                   or not is_plugin_name(own_name)):
+            raise PluginError(f"two plugins are named {record.name!r}: {holder.where()} and "
+                              f"{record.where()}")
+        record.status, record.reason = BROKEN, name_refusal(
+            record.name, holder and f"{holder.name!r} ({holder.where()})", own_name)
+        record.name = own_name if holder is not None else record.name
         self._add(record)
 
     def _registration_problem(self, plugin: Any, name: str) -> str | None:
@@ -370,10 +382,12 @@ class PluginSet:
                                       + " (check their after=/before= declarations)")
 
     def _ordering_failure(self, names: list[str], message: str) -> list[str]:
-        """Raise, or when tolerant mark ``names`` broken and order the rest."""
+        """Raise, or when tolerant mark ``names`` broken and order the rest: of a cycle, the
+        plugins megaplug does not ship where there are any (a newcomer's contradiction)."""
         if not self.tolerant:
             raise PluginError(message)
-        for name in names:
+        newcomers = [name for name in names if not is_shipped(self.records[name])]
+        for name in newcomers or names:
             self.records[name].status, self.records[name].reason = BROKEN, message
             if self._manager is not None and self._manager.has_plugin(name):
                 self._manager.unregister(name=name)

@@ -6,10 +6,12 @@ import importlib
 
 from ._errors import PluginError
 from ._options import FlagSpec, spec_from_argparse, specs_from_options
+from .environment._release_data import release_data_beside
+from .sources._selection import read_by_megaplug
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Iterator, Sequence
+    from typing import Any, Iterable, Iterator, Sequence
 
 
 class FlagDeclarations:
@@ -38,6 +40,9 @@ class FlagDeclarations:
 
             raise PluginError(unresolved(self.plugin, f"options={declaration!r}", declaration,
                                          exc)) from None
+        data = release_data_beside(declaration, found)
+        if data is not None:  # read when a table is narrowed to a release
+            self._table.release_data[self.plugin] = data
         if isinstance(found, type):
             self.add_options(found)
         elif callable(found):
@@ -48,9 +53,6 @@ class FlagDeclarations:
 
     def add_options(self, options_class: type) -> None:
         self._table.options_classes[self.plugin] = options_class
-        facts = getattr(options_class, "__megaplug_line_facts__", None)
-        if facts is not None:  # a reference, followed when a table is narrowed to a line
-            self._table.line_facts[self.plugin] = facts
         for spec in specs_from_options(options_class, self.plugin):
             self._table.add(spec)
 
@@ -82,15 +84,35 @@ class FlagTable:
         #: (a table read from the snapshot imports no options module it does not use).
         self.options_classes: dict[str, type | str] = {}
         self.mutex_groups: list[list[str]] = []
-        #: Each plugin's facts that differ by release line (``environment._line_facts``).
-        self.line_facts: dict[str, Any] = {}
-        #: Settings the target's line lacks (by dest), and their spellings -> where they are.
+        #: Each plugin's ``megatron_releases.json`` (a path, read when narrowed: ReleaseData).
+        self.release_data: dict[str, Any] = {}
+        #: Settings the target's release lacks (by dest), and their spellings -> where they are.
         self.withheld: dict[str, list[FlagSpec]] = {}
         self.elsewhere: dict[str, str] = {}
+        self.renamed: dict[str, tuple[str, bool]] = {}  #: dest -> (the release's, inverted)
+
+    @classmethod
+    def assemble(cls, specs: Iterable[FlagSpec], **facts: Any) -> FlagTable:
+        """A table of ``specs`` (through :meth:`add`) and the facts given (``options_classes``,
+        ``mutex_groups``, ``release_data``, ``withheld``, ``elsewhere``, ``renamed``): how a
+        narrowed table and one read back from the cache are built, never by writing indexes."""
+        table = cls()
+        for spec in specs:
+            table.add(spec)
+        for name, value in facts.items():
+            setattr(table, name, dict(value) if name != "mutex_groups" else [
+                [dest for dest in group if dest in table.by_dest] for group in value])
+        table.withheld = {dest: list(found) for dest, found in table.withheld.items()
+                          if dest not in table.by_dest}  # (only some spellings withheld)
+        return table
 
     def add(self, spec: FlagSpec) -> None:
         """Add a spec, or raise ``PluginError`` naming both owners of a dest, option string
         or environment variable."""
+        for option in spec.option_strings:
+            if taken := read_by_megaplug(option):
+                raise PluginError(f"plugin {spec.plugin!r} declares the flag {option}, which "
+                                  f"megaplug reads itself ({taken}): it never reaches a plugin")
         existing = self.by_dest.get(spec.dest)
         if existing and existing[0].plugin != spec.plugin:
             raise PluginError(f"plugins {existing[0].plugin!r} and {spec.plugin!r} both "

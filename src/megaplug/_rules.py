@@ -37,7 +37,9 @@ class RuleStep(FrozenRecord):
         """A group's rules, each a step under the group's condition (imported now)."""
         from ._registry import resolve_reference
 
-        functions = resolve_reference(str(self.group))
+        from .sources._declarations import checked_rule_table
+
+        functions = checked_rule_table(str(self.group), resolve_reference(str(self.group)))
         return [RuleStep(f, getattr(f, "__name__", None), self.when) for f in functions]
 
 

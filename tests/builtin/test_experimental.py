@@ -11,6 +11,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ppe_support import ENV, messages, problems, resolve, warnings_of  # noqa: E402
 
+import megaplug  # noqa: E402
+from megaplug.testing import MINIMAL_ARGV  # noqa: E402
 from megaplug.values._encoding import encode  # noqa: E402
 from megaplug.builtin.experimental.hybrid import (  # noqa: E402
     HybridPatternError,
@@ -228,3 +230,15 @@ def test_patterns_compare_hash_and_show_by_their_parts():
     assert pattern == parse_hybrid_pattern("M*M*/M*/M*") != parse_hybrid_pattern("M*M*/M*")
     assert len({pattern, parse_hybrid_pattern("M*M*/M*/M*")}) == 1
     assert repr(pattern) == "HybridPattern(main='M*M*', mtp='M*', mtp_depths=2)"
+
+
+def test_an_empty_block_size_list_is_refused_from_a_file_as_from_the_command_line(tmp_path):
+    # one conversion, one check: the command line cannot give the flag without a value
+    config = tmp_path / "c.yaml"
+    for text in ("triton_autotune_block_sizes: []\n", "triton_autotune_block_sizes: ''\n"):
+        config.write_text(text)
+        with pytest.raises(megaplug.ConfigError) as error:
+            megaplug.resolve([*MINIMAL_ARGV, "--config", str(config)], environ={})
+        assert "--triton-autotune-block-sizes" in str(error.value)
+    with pytest.raises(megaplug.ConfigError, match="expected at least one argument"):
+        megaplug.resolve([*MINIMAL_ARGV, "--triton-autotune-block-sizes"], environ={})

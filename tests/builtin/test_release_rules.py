@@ -70,7 +70,7 @@ def test_muon_with_distributed_optimizer_is_layer_wise_from_0_18(version):
 
 @pytest.mark.parametrize("version", ["0.16.1", "0.17.1"])
 def test_muon_refuses_the_distributed_optimizer_in_0_16_and_0_17(version):
-    line = version.rsplit(".", 1)[0]
+    line = version  # messages name the exact release in force
     assert messages(version, "--optimizer", "muon", "--use-distributed-optimizer",
                     plugin="training") == [
         f"--optimizer muon does not support --use-distributed-optimizer in Megatron {line}"]
@@ -86,7 +86,7 @@ def test_dist_muon_overlap_allowed_in_0_17_refused_in_0_16():
     flags = ("--optimizer", "dist_muon", "--overlap-grad-reduce")
     assert messages("0.17.1", *flags, plugin="training") == []
     assert messages("0.16.1", *flags, plugin="training") == [
-        "--optimizer dist_muon does not support --overlap-grad-reduce in Megatron 0.16"]
+        "--optimizer dist_muon does not support --overlap-grad-reduce in Megatron 0.16.1"]
 
 
 def test_lion_has_no_muon_checks_in_0_17():
@@ -98,7 +98,7 @@ def test_lion_has_no_muon_checks_in_0_17():
 
 @pytest.mark.parametrize("version", ["0.13.1", "0.18.2"])
 def test_deterministic_mode_needs_nccl_algo_before_0_19(version):
-    line = version.rsplit(".", 1)[0]
+    line = version  # messages name the exact release in force
     assert messages(version, "--deterministic-mode", plugin="training") == [
         "--deterministic-mode needs NCCL_ALGO set to one of Tree, Ring, CollnetDirect, "
         f"CollnetChain, ^NVLS in Megatron {line} (it is unset)"]
@@ -154,11 +154,13 @@ def test_skip_train_skips_optimizer_state_from_0_16(version, source):
 TE_CROSS_ENTROPY = ("--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "te")
 
 
-def test_te_cross_entropy_taken_before_0_18():
-    assert messages("0.17.1", *TE_CROSS_ENTROPY, plugin="training") == []
+@pytest.mark.parametrize("version", ["0.17.1", "0.18.0"])
+def test_te_cross_entropy_taken_before_0_18_2(version):
+    """megatron-core 0.18.2 added the refusal: 0.18.0 takes it."""
+    assert messages(version, *TE_CROSS_ENTROPY, plugin="training") == []
 
 
-@pytest.mark.parametrize("version,line", [("0.18.2", "0.18"), ("0.19.0", "0.19"),
+@pytest.mark.parametrize("version,line", [("0.18.2", "0.18.2"), ("0.19.0", "0.19.0"),
                                           ("main", "main")])
 def test_te_cross_entropy_refused_from_0_18_whatever_the_te(version, line):
     assert messages(version, *TE_CROSS_ENTROPY, plugin="training",
@@ -198,7 +200,7 @@ RAMPUP = ("--train-iters", "100", "--global-batch-size", "32", "--rampup-batch-s
           "1000")
 
 
-@pytest.mark.parametrize("version,line", [("0.13.1", "0.13"), ("0.17.1", "0.17")])
+@pytest.mark.parametrize("version,line", [("0.13.1", "0.13.1"), ("0.17.1", "0.17.1")])
 def test_rampup_with_iterations_refused_before_0_18(version, line):
     assert messages(version, *RAMPUP, plugin="training") == [
         "--rampup-batch-size is not supported with iteration-based training (--train-iters) "
@@ -215,7 +217,7 @@ def test_skip_train_leaves_the_schedule_unchecked_from_0_17():
     assert messages("0.17.1", *flags, plugin="training") == []
     assert sorted(messages("0.16.1", *flags, plugin="training")) == [
         "--rampup-batch-size is not supported with iteration-based training (--train-iters) "
-        "in Megatron 0.16",
+        "in Megatron 0.16.1",
         "--train-iters sets iteration-based training, which cannot be combined with "
         "--lr-decay-samples"]
 
@@ -283,7 +285,7 @@ def test_full_recompute_with_cuda_graphs_refused_in_0_14_and_0_15(version, refus
     found = messages(version, graphs, "--recompute-granularity", "full",
                      "--recompute-method", "uniform", "--recompute-num-layers", "1",
                      plugin="training", transformer_engine="2.17.1")
-    line = version.rsplit(".", 1)[0]
+    line = version  # messages name the exact release in force
     expected = [f"CUDA graphs cannot be used with --recompute-granularity full in Megatron "
                 f"{line}"]
     assert [m for m in found if "CUDA graphs" in m] == (expected if refused else [])
@@ -325,7 +327,7 @@ def test_cuda_graph_scope_full_is_the_empty_scope_in_0_17_and_retired_from_0_18(
     assert "cuda_graph_scope" not in newest and newest.cuda_graph_modules[0].name == "attn"
 
 
-@pytest.mark.parametrize("version,line", [("0.14.0", "0.14"), ("0.17.1", "0.17")])
+@pytest.mark.parametrize("version,line", [("0.14.0", "0.14.0"), ("0.17.1", "0.17.1")])
 def test_local_full_iteration_scope_needs_no_nan_check_in_0_14_and_0_17(version, line):
     flags = ("--cuda-graph-scope", "full_iteration", "--cuda-graph-impl", "local")
     if version == "0.14.0":
@@ -375,14 +377,24 @@ def test_disabled_gloo_groups_reach_the_checkpoint_rule_in_lines_naming_them_ena
                 "cuda_graph_scope_deprecated": ("cuda_graph_scope", False),
                 "inference_max_requests": ("inference_max_batch_size", False),
                 "enable_chunked_prefill": ("disable_chunked_prefill", True)}),
+    ("0.17.0", {"metadata_path": ("tokenizer_metadata", False),
+                "special_tokens": ("tokenizer_special_tokens", False),
+                "fp4_param_gather": ("fp4_param", False),
+                "disable_msc_deprecated": ("enable_msc", True),
+                "cuda_graph_scope_deprecated": ("cuda_graph_scope", False)}),
+    ("0.17.1", {"metadata_path": ("tokenizer_metadata", False),
+                "special_tokens": ("tokenizer_special_tokens", False),
+                "disable_msc_deprecated": ("enable_msc", True),
+                "cuda_graph_scope_deprecated": ("cuda_graph_scope", False)}),
     ("0.18.2", {}), ("main", {})])
-def test_renamed_settings_found_from_the_lines_flags(version, renamed):
-    """0.13's --cuda-graph-scope (one word) is not megaplug's list: not a rename."""
+def test_renamed_settings_are_the_releases_measured_map(version, renamed):
+    """The plugins' release data name each release's renamed settings (measured by
+    scripts/gen_megatron_releases.py); 0.13's --cuda-graph-scope (one word) is not megaplug's
+    list: not a rename. 0.17.1 moved --fp4-param-gather to megaplug's setting."""
     from megaplug import load
-    from megaplug.environment._line_facts import renamed_settings
 
     kernel = load([], target=target(version))[0]
-    assert renamed_settings(kernel.table) == renamed
+    assert kernel.table.renamed == renamed
 
 
 def test_a_renamed_setting_given_reaches_the_rules_in_its_type():
@@ -456,7 +468,7 @@ def test_interleaved_rotary_refused_with_rope_fusion_in_0_13_whatever_the_embedd
     assert messages("0.14.0", "--rotary-interleaved", plugin="model") == []
 
 
-@pytest.mark.parametrize("version,line", [("0.13.1", "0.13"), ("0.17.1", "0.17")])
+@pytest.mark.parametrize("version,line", [("0.13.1", "0.13.1"), ("0.17.1", "0.17.1")])
 def test_legacy_models_limits_up_to_0_17(version, line):
     assert messages(version, "--use-legacy-models", plugin="model") == [
         f"legacy models support only --ckpt-format torch (Megatron {line})"]
@@ -582,7 +594,7 @@ def test_mxfp8_inference_layers_need_flashinfer_from_0_17(version, checked):
 def test_phases_refuse_rampup_in_0_16_and_0_17(version, refused):
     found = messages(version, "--phase-transition-iterations", "2,5", "--rampup-batch-size",
                      "4", "4", "100", "--train-samples", "1000", plugin="data")
-    line = version.rsplit(".", 1)[0]
+    line = version  # messages name the exact release in force
     assert found == ([f"multi-phase training (--phase-transition-iterations) does not "
                       f"support --rampup-batch-size in Megatron {line}"] if refused else [])
 

@@ -46,7 +46,7 @@ def test_a_renamed_flag_gets_its_replacement(capsys, clean_env):
     assert found["flags"] == [{
         "flag": "--disable-ckpt-fully-parallel-save", "setting": "ckpt_fully_parallel_save",
         "plugin": "checkpointing", "change": "renamed",
-        "replacement": "--no-ckpt-fully-parallel-save"}]
+        "replacement": "--no-ckpt-fully-parallel-save", "given_in": "command line"}]
     code, out, _ = upgrade(capsys, "0.16.1", "0.17.1", "--disable-ckpt-fully-parallel-save",
                            options=("--rewrite",))
     assert shlex.split(out) == [*VALID, "--no-ckpt-fully-parallel-save"]
@@ -89,7 +89,7 @@ def test_a_validation_the_target_drops_is_a_change_too(capsys, clean_env):
     code, found = report(capsys, "0.17.1", "0.19.2", *flags)
     assert code == 1
     assert [p["message"] for p in found["from"]["problems"]] == [
-        "--optimizer muon does not support --use-distributed-optimizer in Megatron 0.17"]
+        "--optimizer muon does not support --use-distributed-optimizer in Megatron 0.17.1"]
     assert found["rejected"] == []
     layer_wise = [s for s in found["new_settings"]
                   if s["setting"] == "use_layer_wise_distributed_optimizer"]
@@ -117,8 +117,8 @@ def test_json_shape(capsys, clean_env):
     assert code == 1
     assert set(found) == {"from", "to", "source", "flags", "values", "rejected",
                           "new_warnings", "removed_settings", "new_settings", "changes"}
-    assert found["from"]["version"] == "0.15.0" and found["from"]["line"] == "0.15"
-    assert found["to"]["version"] == "0.19.2" and found["to"]["line"] == "0.19"
+    assert found["from"]["version"] == "0.15.0" and found["from"]["line"] == "0.15.0"
+    assert found["to"]["version"] == "0.19.2" and found["to"]["line"] == "0.19.2"
     assert found["source"] == "command line"
     assert found["changes"] == (len(found["flags"]) + len(found["values"])
                                 + len(found["rejected"]) + len(found["new_warnings"])
@@ -132,8 +132,7 @@ def test_json_shape(capsys, clean_env):
 
 
 def test_the_rewrite_resolves_under_the_target(capsys, clean_env):
-    launch = ("--use-legacy-models", "--disable-ckpt-fully-parallel-save", "--eval-interval",
-              "500")
+    launch = ("--use-legacy-models", "--ckpt-format", "torch", "--eval-interval", "500")
     code, out, _ = upgrade(capsys, "0.15.0", "0.19.2", *launch, options=("--rewrite",))
     assert code == 1
     rewritten = shlex.split(out)
@@ -222,3 +221,140 @@ def test_a_checkpoints_saved_arguments_are_the_launch(capsys, clean_env, tmp_pat
     # the run's own --eval-interval 500 is kept on both sides: no default change shows
     assert "eval_interval" not in values(found)
     assert values(found)["data_parallel_sharding_strategy"]["kind"] == "default"
+
+
+# -- a saved source replays what its run gave, not what the release derived from it ----------
+
+#: Flags whose resolved form differs from the given one (a dtype name, the weight-decay
+#: pair derived from --weight-decay, encoder_* derived from their primaries).
+SHAPED = ("--bf16", "--use-precision-aware-optimizer", "--main-grads-dtype", "bf16",
+          "--exp-avg-dtype", "fp16", "--weight-decay", "0.1", "--lr", "1e-4")
+
+
+def saved_output(capsys, tmp_path, version, *argv):
+    code, out, err = run(capsys, "resolve", "--assume", f"megatron_core={version}", *NO_MSC,
+                         "--", *VALID, *argv)
+    assert code == 0, err
+    saved = tmp_path / "resolved.json"
+    saved.write_text(out)
+    return saved
+
+
+@pytest.mark.parametrize("version,argv", [
+    ("0.19.2", ()),
+    ("0.19.2", SHAPED),
+    ("0.17.1", SHAPED),
+    ("0.15.0", ("--use-legacy-models", "--ckpt-format", "torch", "--swiglu")),
+])
+def test_a_valid_saved_output_is_valid_again_under_its_own_release(capsys, clean_env, tmp_path,
+                                                                    version, argv):
+    saved = saved_output(capsys, tmp_path, version, *argv)
+    code, out, err = run(capsys, "upgrade", "--from", version, "--to", version, *NO_MSC,
+                         "--format", "json", str(saved))
+    found = json.loads(out)
+    assert found["from"]["problems"] == [], found["from"]["problems"]
+    assert (code, found["changes"]) == (0, 0)
+
+
+def test_a_saved_output_replays_exactly_the_given_flags(capsys, clean_env, tmp_path):
+    import argparse
+
+    from megaplug.cli._upgrade import replayed
+    from megaplug.sources._config_files import load_config_file
+
+    saved = saved_output(capsys, tmp_path, "0.19.2", *SHAPED)
+    options = argparse.Namespace(from_version="0.19.2", assume=list(NO_MSC[1:]), plugins=[],
+                                 defaults=None, assume_device_capability=None,
+                                 assume_device_memory=None)
+    values_saved = {k: v for k, v in load_config_file(str(saved)).items()
+                    if not k.startswith("_")}
+    given = replayed(options, values_saved, [], f"saved resolve output {saved}")
+    assert given == {"num_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                     "seq_length": 128, "max_position_embeddings": 128, "micro_batch_size": 2,
+                     "bf16": True, "use_precision_aware_optimizer": True,
+                     "main_grads_dtype": "bf16", "exp_avg_dtype": "fp16",
+                     "weight_decay": 0.1, "lr": 0.0001}
+
+
+def test_a_saved_output_with_a_flag_the_target_removed_names_it(capsys, clean_env, tmp_path):
+    saved = saved_output(capsys, tmp_path, "0.15.0", "--use-legacy-models", "--ckpt-format",
+                         "torch")
+    code, out, err = run(capsys, "upgrade", "--from", "0.15.0", "--to", "0.19.2", *NO_MSC,
+                         str(saved))
+    assert code == 1, err
+    assert "  --use-legacy-models (in the saved source): removed ([model] use_legacy_models)" \
+        in out
+    assert "not valid under 0.15.0 either" not in out
+    assert "replayed" not in out  # the replay's temporary file is never named
+
+
+def test_a_checkpoint_of_a_valid_launch_is_valid_again(capsys, clean_env, tmp_path):
+    torch = pytest.importorskip("torch")
+    from megaplug import TargetEnvironment, resolve
+
+    target = TargetEnvironment(packages={"megatron_core": "0.17.1", "multistorageclient": None})
+    saved = resolve([*VALID, *SHAPED], environ={}, target=target).to_namespace(
+        torch_types=True)
+    checkpoint = tmp_path / "ckpt"
+    (checkpoint / "iter_0000001" / "mp_rank_00").mkdir(parents=True)
+    torch.save({"args": saved, "iteration": 1, "checkpoint_version": 3.0},
+               checkpoint / "iter_0000001" / "mp_rank_00" / "model_optim_rng.pt")
+    (checkpoint / "latest_checkpointed_iteration.txt").write_text("1")
+    code, out, err = run(capsys, "upgrade", "--from", "0.17.1", "--to", "0.17.1", *NO_MSC,
+                         "--format", "json", str(checkpoint))
+    found = json.loads(out)
+    assert found["from"]["problems"] == []
+    assert (code, found["changes"]) == (0, 0)
+
+
+def test_a_config_files_removed_key_is_a_removed_flag(capsys, clean_env, tmp_path):
+    config = tmp_path / "launch.yaml"
+    config.write_text("use_legacy_models: true\nckpt_format: torch\n")
+    code, found = report(capsys, "0.15.0", "0.19.2", "--config", str(config))
+    assert code == 1
+    assert found["flags"] == [{"flag": "use_legacy_models", "setting": "use_legacy_models",
+                               "plugin": "model", "change": "removed", "replacement": None,
+                               "given_in": f"config file {config}"}]
+    assert not [p for p in found["rejected"] if "unrecognized" in p["message"]]
+    code, out, err = upgrade(capsys, "0.15.0", "0.19.2", "--config", str(config),
+                             options=("--rewrite",))
+    assert shlex.split(out) == [*VALID, "--config", str(config)]
+    assert (f"config file {config} sets use_legacy_models, which the target release removed: "
+            "edit the file") in err
+
+
+# -- --rewrite keeps everything else as given ------------------------------------------------
+
+@pytest.mark.parametrize("tokens", [
+    ("--lr=-1",), ("--lr=-1e-4",), ("--clip-grad=-0.5",), ("--seed=7",),
+])
+def test_the_rewrite_keeps_a_flag_written_with_equals_as_one_token(capsys, clean_env, tokens):
+    code, out, err = upgrade(capsys, "0.16.1", "0.17.1", *tokens,
+                             "--disable-ckpt-fully-parallel-save", options=("--rewrite",))
+    assert shlex.split(out) == [*VALID, *tokens, "--no-ckpt-fully-parallel-save"]
+
+
+def test_the_rewrite_keeps_a_flag_only_the_target_has(capsys, clean_env):
+    # --muon-tp-mode is new in 0.16: a 0.15 launch naming it is kept for 0.19.2, which takes it
+    code, out, err = upgrade(capsys, "0.15.0", "0.19.2", "--muon-tp-mode", "duplicated",
+                             options=("--rewrite",))
+    assert shlex.split(out) == [*VALID, "--muon-tp-mode", "duplicated"]
+
+
+def test_the_rewrite_keeps_and_names_what_neither_release_knows(capsys, clean_env):
+    code, out, err = upgrade(capsys, "0.15.0", "0.19.2", "--no-such-flag", "3", "--seed", "7",
+                             "--use-legacy-models", "stray", options=("--rewrite",))
+    assert shlex.split(out) == [*VALID, "--no-such-flag", "3", "--seed", "7", "stray"]
+    assert err.splitlines() == [
+        "megaplug upgrade: left out --use-legacy-models: the target release removed it "
+        "([model] use_legacy_models)",
+        "megaplug upgrade: kept --no-such-flag 3 as given: a flag neither release has",
+        "megaplug upgrade: kept stray as given: a value no flag takes"]
+
+
+def test_the_rewrite_keeps_plugin_selection_where_it_was(capsys, clean_env):
+    code, out, err = upgrade(capsys, "0.16.1", "0.17.1", "-p", "no:rl",
+                             "--disable-ckpt-fully-parallel-save", "--seed", "3",
+                             options=("--rewrite",))
+    assert shlex.split(out) == [*VALID, "-p", "no:rl", "--no-ckpt-fully-parallel-save",
+                                "--seed", "3"]

@@ -4,6 +4,10 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# the shared parity cases and launch helpers, for the tests that run real launches
+for _shared in ("reliability", "parity"):
+    if str(Path(__file__).resolve().parents[1] / _shared) not in sys.path:
+        sys.path.append(str(Path(__file__).resolve().parents[1] / _shared))
 
 NO_AUTOLOAD = {"MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD": "1"}
 

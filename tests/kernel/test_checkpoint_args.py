@@ -8,9 +8,7 @@ import os
 
 import pytest
 
-torch = pytest.importorskip("torch")
-
-from megaplug.megatron._checkpoint import (  # noqa: E402
+from megaplug.megatron._checkpoint import (
     CheckpointArgsError,
     apply_checkpoint_args,
     checkpoint_file,
@@ -19,12 +17,20 @@ from megaplug.megatron._checkpoint import (  # noqa: E402
 )
 
 
+@pytest.fixture(scope="module")
+def torch():
+    """torch, imported by the tests that need it (not at collection: it costs seconds)."""
+    return pytest.importorskip("torch")
+
+
 class Backend(enum.Enum):
     flash = 1
     auto = 2
 
 
 def write_checkpoint(directory, state, iteration=10):
+    import torch
+
     path = directory / f"iter_{iteration:07d}" / "mp_rank_00"
     path.mkdir(parents=True)
     torch.save(state, path / "model_optim_rng.pt")
@@ -32,7 +38,7 @@ def write_checkpoint(directory, state, iteration=10):
     return path / "model_optim_rng.pt"
 
 
-def test_reads_namespace_with_enums_and_dtypes(tmp_path):
+def test_reads_namespace_with_enums_and_dtypes(tmp_path, torch):
     saved = argparse.Namespace(num_layers=4, hidden_size=64, params_dtype=torch.bfloat16,
                                attention_backend=Backend.flash, swiglu=True)
     write_checkpoint(tmp_path, {"args": saved, "iteration": 10, "checkpoint_version": 3.0})
@@ -49,7 +55,7 @@ class _Payload:
         return (os.system, (f"touch {self.marker}",))
 
 
-def test_malicious_checkpoint_is_refused_and_never_runs(tmp_path):
+def test_malicious_checkpoint_is_refused_and_never_runs(tmp_path, torch):
     marker = tmp_path / "pwned"
     saved = argparse.Namespace(num_layers=4, evil=_Payload(marker))
     write_checkpoint(tmp_path / "ckpt", {"args": saved, "iteration": 1})
@@ -58,7 +64,7 @@ def test_malicious_checkpoint_is_refused_and_never_runs(tmp_path):
     assert not marker.exists()
 
 
-def test_unlisted_class_is_refused(tmp_path):
+def test_unlisted_class_is_refused(tmp_path, torch):
     saved = argparse.Namespace(attention_backend=Backend.flash)
     write_checkpoint(tmp_path, {"args": saved, "iteration": 1})
     with pytest.raises(CheckpointArgsError, match="allow-list"):
@@ -111,7 +117,7 @@ CORE = ["--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4"
         "--vocab-size", "100"]
 
 
-def test_explain_and_resolve_take_the_checkpoints_arguments_alike(tmp_path, monkeypatch):
+def test_explain_and_resolve_take_the_checkpoints_arguments_alike(tmp_path, torch, monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "1")
     saved = argparse.Namespace(num_layers=6, hidden_size=64, num_attention_heads=4, swiglu=True)
     write_checkpoint(tmp_path, {"args": saved, "checkpoint_version": 3.0, "iteration": 10})
@@ -124,7 +130,7 @@ def test_explain_and_resolve_take_the_checkpoints_arguments_alike(tmp_path, monk
     assert code == 0 and '"swiglu": true' in out
 
 
-def test_reading_saved_args_leaves_torchs_allow_list_as_it_was(tmp_path):
+def test_reading_saved_args_leaves_torchs_allow_list_as_it_was(tmp_path, torch):
     # Megatron registers Namespace before its own full torch.load of the same checkpoint.
     torch.serialization.add_safe_globals([argparse.Namespace])
     try:

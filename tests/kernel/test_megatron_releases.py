@@ -1,9 +1,11 @@
-"""The target Megatron release (issue 27): which line a version selects, where it came from,
-and each line's flag surface against the facts measured off that release's own parser
-(``data/megatron-releases/LINE.jsonl``, written by scripts/gen_megatron_releases.py)."""
+"""The target Megatron release (issues 27, 36): which measured release a version selects,
+where it came from, and each release's flag surface against the facts measured off that
+release's own parser (``data/megatron-releases/parsers/RELEASE.json``, written by
+scripts/gen_megatron_releases.py)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -15,12 +17,25 @@ import megaplug
 from megaplug import ConfigError, TargetEnvironment
 from megaplug.environment import _releases
 from megaplug.environment._environment import parse_assumed_package
-from megaplug.environment._megatron_lines import LINES
+from megaplug.environment._releases import RELEASES
 from megaplug.values._encoding import encode
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data" / "megatron-releases"
-MEASURED_LINES = [line for line in LINES if (DATA / f"{line}.jsonl").exists()]
+MEASURED_LINES = [release for release in RELEASES
+                  if (DATA / "parsers" / f"{release}.json").exists()]
+
+
+def _generator():
+    """scripts/gen_megatron_releases.py, whose reader gives a release's stored parser back."""
+    spec = importlib.util.spec_from_file_location(
+        "gen_megatron_releases", ROOT / "scripts" / "gen_megatron_releases.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+GENERATOR = _generator()
 #: Plugins that carry no Megatron flag (a third party's, the example ones).
 NOT_MEGATRON = ("kitchen", "lora", "preflight", "memory")
 
@@ -42,22 +57,58 @@ def _table(version: str):
 
 # -- which line a version selects ------------------------------------------------------------
 
-@pytest.mark.parametrize("version, line", [
-    ("0.13.0", "0.13"), ("0.13.1", "0.13"), ("0.15.3", "0.15"), ("0.17.1", "0.17"),
-    ("0.19.2", "0.19"), ("0.19.0rc3", "0.19"), ("0.20.0", "main"), ("main", "main"),
-    ("seed", "seed"), ("0.17", "0.17")])
-def test_a_patch_of_a_known_minor_is_that_minor(version, line):
+def test_every_published_release_is_its_own_target():
+    assert RELEASES == ("0.13.0", "0.13.1", "0.14.0", "0.15.0", "0.15.1", "0.15.2", "0.15.3",
+                        "0.16.0", "0.16.1", "0.17.0", "0.17.1", "0.18.0", "0.18.2", "0.19.0",
+                        "0.19.2", "main", "seed")
+    for release in RELEASES:
+        choice = _target(release).line_choice()
+        assert (choice.line, choice.note, choice.warning, choice.problem) == (
+            release, None, None, None)
+
+
+@pytest.mark.parametrize("version, release, note", [
+    ("0.17", "0.17.0", None), ("0.20.0", "main", None),
+    ("0.17.0rc0", "0.17.0", "a pre-release of 0.17.0, resolved as that release"),
+    ("0.19.0rc3", "0.19.0", "a pre-release of 0.19.0, resolved as that release"),
+    ("0.19.1", "0.19.0", "0.19.1 was not measured: resolved as 0.19.0, the nearest earlier "
+                         "measured release"),
+    ("0.18.1", "0.18.0", "0.18.1 was not measured: resolved as 0.18.0, the nearest earlier "
+                         "measured release"),
+    ("0.19.7", "0.19.2", "0.19.7 was not measured: resolved as 0.19.2, the nearest earlier "
+                         "measured release"),
+    ("0.20.3", "main", "0.20.3 was not measured: resolved as main, the nearest earlier "
+                       "measured release")])
+def test_a_version_not_measured_is_the_nearest_earlier_release_and_says_so(
+        version, release, note):
     choice = _target(version).line_choice()
-    assert (choice.line, choice.warning, choice.problem) == (line, None, None)
+    assert (choice.line, choice.note, choice.warning, choice.problem) == (
+        release, note, None, None)
+    if note:
+        assert choice.describe() == f"{release} (megatron_core {version}, as stated; {note})"
 
 
-def test_a_newer_version_is_the_newest_line_with_a_warning():
+def test_0_17_0_is_not_0_17_1():
+    """The patch release's own flags and defaults (issue 36)."""
+    old, new = _table("0.17.0"), _table("0.17.1")
+    for flag in ("--verify-integrity", "--moe-hybridep-num-blocks-permute",
+                 "--moe-hybridep-num-blocks-unpermute", "--moe-permute-fusion-into-hybridep"):
+        assert flag in new.by_option and flag not in old.by_option
+    assert old.by_option["--fp4-param-gather"].dest == "fp4_param"
+    assert new.by_option["--fp4-param-gather"].dest == "fp4_param_gather"
+    assert old.by_option["--moe-hybridep-num-sms"].default == 16
+    assert new.by_option["--moe-hybridep-num-sms"].default is None
+    assert megaplug.resolve(CORE, target=_target("0.17.0")).async_strategy == "nvrx"
+    assert megaplug.resolve(CORE, target=_target("0.17.1")).async_strategy == "mcore"
+
+
+def test_a_newer_version_is_the_newest_release_with_a_warning():
     choice = _target("0.23.1").line_choice()
     assert choice.line == "seed" and choice.problem is None
-    assert "megatron_core 0.23.1 (as stated) is newer than any line megaplug knows" in (
+    assert "megatron_core 0.23.1 (as stated) is newer than any release megaplug knows" in (
         choice.warning)
     resolved = megaplug.resolve(CORE, target=_target("0.23.1"))
-    assert any("newer than any line" in str(warning) for warning in resolved.warnings)
+    assert any("newer than any release" in str(warning) for warning in resolved.warnings)
 
 
 @pytest.mark.parametrize("version, says", [
@@ -69,7 +120,7 @@ def test_an_older_or_unparseable_version_is_a_problem_naming_the_range(version, 
     messages = [str(problem) for problem in caught.value.problems]
     mine = [m for m in messages if says in m]
     assert len(mine) == 1, messages
-    assert "supported: megatron_core 0.13 to 0.19, main (0.20.x) or seed" in mine[0]
+    assert "supported: megatron_core 0.13.0 to 0.19.2, main (0.20.0) or seed" in mine[0]
 
 
 def test_assume_takes_megatron_core_versions_and_line_names():
@@ -80,14 +131,17 @@ def test_assume_takes_megatron_core_versions_and_line_names():
         parse_assumed_package("megatron_core=latest")
 
 
-def test_lines_compare_in_release_order():
-    target = _target("0.17.1")
-    assert target.line_at_least("megatron_core", "0.16")
-    assert target.line_at_least("megatron_core", "0.17")
-    assert target.line_before("megatron_core", "0.18")
-    assert not target.line_before("megatron_core", "0.13")
-    with pytest.raises(ValueError, match="not a megatron_core line"):
-        target.line_at_least("megatron_core", "0.99")
+def test_rules_compare_releases_in_release_order():
+    megatron = _target("0.17.1").megatron
+    assert megatron.at_least("0.16.0") and megatron.at_least("0.17.1")
+    assert not megatron.at_least("0.18.0") and megatron.before("0.18.0")
+    assert megatron.between("0.16.0", "0.17.1") and not megatron.between("0.13.0", "0.17.0")
+    assert _target("0.19.1").megatron.between("0.19.0", "0.19.0")  # the release in force
+    assert _target("main").megatron.before("seed")
+    with pytest.raises(ValueError, match="'0.17' is not a measured megatron_core release"):
+        megatron.at_least("0.17")  # a condition names an exact release
+    with pytest.raises(ValueError, match="not a measured megatron_core release"):
+        megatron.before("0.99.0")
 
 
 # -- where the version comes from --------------------------------------------------------------
@@ -115,8 +169,8 @@ def test_the_installed_distribution_says_the_version(fresh_lookup, tmp_path):
     (tmp_path / "megatron_core-0.17.1.dist-info").mkdir()
     fresh_lookup.setattr(sys, "path", [str(tmp_path), *sys.path])
     target = TargetEnvironment()
-    assert target.release_line() == "0.17"
-    assert target.release_source() == "0.17 (megatron_core 0.17.1, installed megatron-core)"
+    assert target.release_line() == "0.17.1"
+    assert target.release_source() == "0.17.1 (installed megatron-core)"
 
 
 def test_a_source_checkout_is_read_from_its_package_info(fresh_lookup, tmp_path):
@@ -133,14 +187,14 @@ def test_an_imported_megatron_core_says_its_version(fresh_lookup):
     fresh_lookup.setitem(sys.modules, "megatron.core", type(sys)("megatron.core"))
     fresh_lookup.setitem(sys.modules, "megatron.core.package_info", info)
     assert TargetEnvironment().release_source() == (
-        "0.15 (megatron_core 0.15.2, imported megatron.core)")
+        "0.15.2 (imported megatron.core)")
 
 
 def test_a_stated_version_wins_and_nothing_known_is_the_newest(fresh_lookup, tmp_path):
     _fake_megatron(tmp_path, 0, 17, 1)
     (tmp_path / "megatron_core-0.17.1.dist-info").mkdir()
     fresh_lookup.setattr(sys, "path", [str(tmp_path), *sys.path])
-    assert _target("0.19.2").release_line() == "0.19"
+    assert _target("0.19.2").release_line() == "0.19.2"
     fresh_lookup.setattr(sys, "path", [p for p in sys.path if p != str(tmp_path)])
     _releases.forget_local_megatron()
     assert TargetEnvironment().release_source() == (
@@ -150,8 +204,19 @@ def test_a_stated_version_wins_and_nothing_known_is_the_newest(fresh_lookup, tmp
 # -- each line's flag surface against its own parser --------------------------------------------
 
 def _measured(line: str) -> dict[str, dict]:
-    facts = [json.loads(row) for row in (DATA / f"{line}.jsonl").read_text().splitlines()]
-    return {fact["option_strings"][0]: fact for fact in facts}
+    return {fact["option_strings"][0]: fact for fact in GENERATOR.read_parser(line)}
+
+
+def test_a_release_is_stored_as_edits_of_the_one_before():
+    """Identical facts are stored once: a patch with the parser of the release before it
+    stores no flag, and every release reads back whole."""
+    for release in ("0.13.1", "0.15.1", "0.18.2", "0.19.2"):
+        stored = json.loads((DATA / "parsers" / f"{release}.json").read_text())
+        assert stored["edits"] == [{"keep": len(GENERATOR.read_parser(release))}]
+    assert len(GENERATOR.read_parser("0.17.0")) == 700
+    assert len(GENERATOR.read_parser("0.17.1")) == 704
+    before, after = GENERATOR.read_parser("0.16.1"), GENERATOR.read_parser("0.17.0")
+    assert GENERATOR.apply_edits(before, GENERATOR.parser_edits(before, after)) == after
 
 
 def _facts_of(spec) -> dict:
@@ -173,9 +238,9 @@ def _expected(fact: dict) -> dict:
 
 @pytest.mark.parametrize("line", MEASURED_LINES)
 def test_each_line_has_exactly_its_releases_flags(line):
-    flags = {spec.primary: spec for spec in _table(line)
-             if spec.kind == "flag" and spec.plugin not in NOT_MEGATRON}
     measured = _measured(line)
+    flags = {spec.primary: spec for spec in _table(line) if spec.kind == "flag" and (
+        spec.plugin not in NOT_MEGATRON or spec.primary in measured)}
     assert sorted(set(flags) - set(measured)) == [], "flags the release does not have"
     assert sorted(set(measured) - set(flags)) == [], "flags of the release megaplug lacks"
 
@@ -207,8 +272,9 @@ def test_a_flag_the_target_lacks_is_unrecognized_and_says_where_it_exists():
         megaplug.resolve([*CORE, "--use-legacy-models"], target=_target("0.19.2"))
     (problem,) = [p for p in caught.value.problems if "--use-legacy-models" in str(p)]
     assert problem.message == "unrecognized argument --use-legacy-models in command line"
-    assert problem.hint == ("it exists only in megatron_core 0.13, 0.14, 0.15, 0.16, 0.17, "
-                            "not in the target's release")
+    assert problem.hint == ("it exists only in megatron_core 0.13.0, 0.13.1, 0.14.0, 0.15.0, "
+                            "0.15.1, 0.15.2, 0.15.3, 0.16.0, 0.16.1, 0.17.0, 0.17.1, not in the "
+                            "target's release")
 
 
 def test_a_flag_only_an_older_release_has_resolves_there():
@@ -219,8 +285,9 @@ def test_a_flag_only_an_older_release_has_resolves_there():
 
 @pytest.mark.parametrize("line, missing, present", [
     ("main", "original_max_position_embeddings", "moe_router_topk"),
-    ("0.19", "original_max_position_embeddings", "stream_ckpt_dequant"),
-    ("0.17", "stream_ckpt_dequant", "tokenizer_metadata"),
+    ("0.19.0", "original_max_position_embeddings", "stream_ckpt_dequant"),
+    ("0.17.1", "stream_ckpt_dequant", "tokenizer_metadata"),
+    ("0.17.0", "verify_integrity", "fp4_param"),
 ])
 def test_the_result_holds_the_target_lines_settings(line, missing, present):
     resolved = megaplug.resolve(CORE, target=_target(line))
@@ -228,9 +295,10 @@ def test_the_result_holds_the_target_lines_settings(line, missing, present):
 
 
 @pytest.mark.parametrize("line, dest, value", [
-    ("0.19", "muon_tp_mode", "blockwise"), ("seed", "muon_tp_mode", "duplicated"),
-    ("0.19", "rl_generation_lag", 0), ("0.15", "eval_interval", 1000),
-    ("seed", "eval_interval", None), ("0.17", "data_parallel_sharding_strategy", "no_shard"),
+    ("0.19.0", "muon_tp_mode", "blockwise"), ("seed", "muon_tp_mode", "duplicated"),
+    ("0.19.2", "rl_generation_lag", 0), ("0.15.0", "eval_interval", 1000),
+    ("seed", "eval_interval", None), ("0.17.1", "data_parallel_sharding_strategy", "no_shard"),
+    ("0.17.0", "moe_hybridep_num_sms", 16), ("0.17.1", "moe_hybridep_num_sms", None),
 ])
 def test_defaults_are_the_target_lines(line, dest, value):
     resolved = megaplug.resolve(CORE, target=_target(line))
@@ -255,11 +323,12 @@ def test_the_cli_states_the_line_and_takes_assume_everywhere():
                               text=True)
 
     listed = run("list", "--assume", "megatron_core=0.15.2")
-    assert "target Megatron: 0.15 (megatron_core 0.15.2, as stated)" in listed.stdout
-    rows = json.loads(run("list", "--json", "--assume", "megatron_core=0.15.2").stdout)
+    assert "target Megatron: 0.15.2 (as stated)" in listed.stdout
+    rows = json.loads(run("list", "--json", "--assume", "megatron_core=0.19.1").stdout)
+    note = "0.19.1 was not measured: resolved as 0.19.0, the nearest earlier measured release"
     assert {json.dumps(row["target_megatron"]) for row in rows} == {json.dumps({
-        "line": "0.15", "version": "0.15.2", "source": "as stated",
-        "described": "0.15 (megatron_core 0.15.2, as stated)", "warning": None,
+        "line": "0.19.0", "version": "0.19.1", "source": "as stated", "note": note,
+        "described": f"0.19.0 (megatron_core 0.19.1, as stated; {note})", "warning": None,
         "problem": None})}
     newer = json.loads(run("list", "--json", "--assume", "megatron_core=0.31").stdout)
     assert newer[0]["target_megatron"]["line"] == "seed"
@@ -270,7 +339,7 @@ def test_the_cli_states_the_line_and_takes_assume_everywhere():
     schema = json.loads(run("schema", "--assume", "megatron_core=0.17.1").stdout)
     assert "use_legacy_models" in json.dumps(schema)
     explained = run("explain", "muon_tp_mode", "--assume", "megatron_core=0.19.2", "--", *CORE)
-    assert "megatron:  0.19 (megatron_core 0.19.2, as stated)" in explained.stdout
+    assert "megatron:  0.19.2 (as stated)" in explained.stdout
     assert 'value:     "blockwise"' in explained.stdout
     elsewhere = run("explain", "original_max_position_embeddings", "--assume",
                     "megatron_core=main", "--", *CORE)
@@ -293,9 +362,9 @@ def test_019_dequantizes_tensorwise_fp8_checkpoints_upfront():
 
 
 @pytest.mark.parametrize("line, given, value", [
-    ("0.19", ["--rl-generation-lag", "2"], 2), ("seed", ["--rl-generation-lag", "2"], 2.0),
-    ("0.15", ["--rampup-batch-size", "4", "4", "100"], ["4", "4", "100"]),  # untyped then
-    ("0.16", ["--rampup-batch-size", "4", "4", "100"], [4, 4, 100]),
+    ("0.19.0", ["--rl-generation-lag", "2"], 2), ("seed", ["--rl-generation-lag", "2"], 2.0),
+    ("0.15.3", ["--rampup-batch-size", "4", "4", "100"], ["4", "4", "100"]),  # untyped then
+    ("0.16.0", ["--rampup-batch-size", "4", "4", "100"], [4, 4, 100]),
 ])
 def test_a_flags_type_is_the_target_lines(line, given, value):
     resolved = megaplug.resolve([*CORE, *given, "--global-batch-size", "8"],
@@ -325,7 +394,7 @@ def test_each_lines_plain_types_are_its_releases(line):
 def test_each_settings_default_is_its_releases_first_declaration(line):
     """Several flags may set one setting (0.16's --enable- / --disable-chunked-prefill); as
     in argparse, the first one declared gives its default."""
-    facts = [json.loads(row) for row in (DATA / f"{line}.jsonl").read_text().splitlines()]
+    facts = GENERATOR.read_parser(line)
     expected: dict[str, object] = {}
     for fact in facts:
         expected.setdefault(fact["dest"], fact["default"])
@@ -335,30 +404,68 @@ def test_each_settings_default_is_its_releases_first_declaration(line):
             if found[dest] != value} == {}
 
 
-def test_a_lines_flag_another_active_plugin_declares_stays_that_plugins():
-    """0.13-0.15 declare --kitchen-config-file with or without kitchen; where the kitchen
-    plugin is active it owns the flag in every line."""
+def test_a_releases_flag_another_active_plugin_declares_stays_that_plugins():
+    """An extra flag of a release's is added only where no active plugin declares it."""
     from megaplug._options import FlagSpec
     from megaplug._registry import FlagTable
-    from megaplug.environment import LineFacts
-    from megaplug.environment._line_facts import narrow
+    from megaplug.environment import ReleaseData
+    from megaplug.environment._narrow import narrow
 
-    table = FlagTable()
-    table.add(FlagSpec("kitchen_config_file", "kitchen", option_strings=("--kitchen-config-file",),
-                       type=str))
     extra = {"option_strings": ["--kitchen-config-file"], "dest": "kitchen_config_file",
              "action": "store", "type": "str", "default": None, "choices": None, "nargs": None,
-             "const": None, "lines": ("0.13",)}
-    table.line_facts["precision"] = LineFacts("megatron_core", ("0.13", "seed"), {}, (extra,))
-    narrow(table, {"megatron_core": "0.13"})
-    assert [spec.plugin for spec in table.by_dest["kitchen_config_file"]] == ["kitchen"]
+             "const": None, "releases": [["0.13.0", "0.13.1"]]}
+    data = {"package": "megatron_core", "releases": ["0.13.0", "0.13.1", "seed"],
+            "extra": [extra]}
+    table = FlagTable()
+    table.add(FlagSpec("kitchen_config_file", "kitchen", option_strings=("--kitchen-config-file",),
+                       type=str, help="kitchen's own"))
+    table.release_data["precision"] = ReleaseData(data)
+    narrowed = narrow(table, {"megatron_core": "0.13.1"})
+    assert [spec.help for spec in narrowed.by_dest["kitchen_config_file"]] == ["kitchen's own"]
     bare = FlagTable()
-    bare.line_facts["precision"] = LineFacts("megatron_core", ("0.13", "seed"), {}, (extra,))
-    narrow(bare, {"megatron_core": "0.13"})
-    assert [spec.plugin for spec in bare.by_dest["kitchen_config_file"]] == ["precision"]
+    bare.add(FlagSpec("num_layers", "model", option_strings=("--num-layers",), type=int))
+    bare.release_data["kitchen"] = ReleaseData(data)
+    narrowed = narrow(bare, {"megatron_core": "0.13.0"})
+    assert [spec.help for spec in narrowed.by_dest["kitchen_config_file"]] == [
+        "(only in 0.13.0 to 0.13.1)"]
+    assert "kitchen_config_file" not in bare.by_dest  # the declared table is left as it was
 
 
-@pytest.mark.parametrize("line", [line for line in LINES if line != "seed"] + ["seed"])
+def test_narrowing_returns_a_new_table_and_leaves_the_declared_specs_alone():
+    from megaplug._kernel import Kernel
+    from megaplug._plugins import PluginSet
+    from megaplug.environment._narrow import narrow
+    from megaplug.sources._selection import PluginSelection
+
+    declared = Kernel(PluginSet(PluginSelection.from_environment({})),
+                      lines={"megatron_core": "(none)"}).table
+    sms = declared.by_option["--moe-hybridep-num-sms"]
+    at_0170 = narrow(declared, {"megatron_core": "0.17.0"})
+    assert at_0170 is not declared and at_0170.by_option["--moe-hybridep-num-sms"].default == 16
+    assert sms.default is None and declared.by_option["--moe-hybridep-num-sms"] is sms
+    assert "--verify-integrity" in declared.by_option
+    assert "--verify-integrity" not in at_0170.by_option
+    assert at_0170.elsewhere["--verify-integrity"].startswith("megatron_core 0.17.1, 0.18.0")
+    assert at_0170.renamed["fp4_param_gather"] == ("fp4_param", False)
+
+
+def test_kitchens_flags_before_0_16_need_no_kitchen_package_and_no_built_in_names_them():
+    """0.13-0.15 declare --kitchen-config-file with or without the kitchen package: the
+    kitchen plugin's release data says so, and the precision built-in's data names none."""
+    precision = json.loads((ROOT / "src" / "megaplug" / "builtin" / "precision" /
+                            "megatron_releases.json").read_text())
+    text = json.dumps(precision)
+    assert not [name for name in ("kitchen_config_file", "kitchen_recipe_number",
+                                  "--kitchen-config-file", "--kitchen-recipe-number")
+                if name in text]
+    old, new = _table("0.15.3"), _table("0.16.0")
+    assert old.by_option["--kitchen-recipe-number"].plugin == "kitchen"
+    assert "--kitchen-recipe-number" not in new.by_option  # (kitchen not installed here)
+    resolved = megaplug.resolve([*CORE, "--kitchen-recipe-number", "3"], target=_target("0.15.3"))
+    assert resolved.kitchen_recipe_number == 3
+
+
+@pytest.mark.parametrize("line", list(RELEASES))
 def test_a_plain_launch_resolves_in_every_line(line):
     """Pre-flight included: 0.16's two separate SM counts (20, 16) are no disagreement."""
     resolved = megaplug.resolve(CORE, target=_target(line))

@@ -6,6 +6,8 @@ import argparse
 import json
 
 import pytest
+
+import megaplug
 from toy_plugins import Core, CoreOptions, Feature, InPlaceMutator, Mutator, raising_plugin
 
 from megaplug import ConfigError
@@ -113,3 +115,51 @@ def test_resolved_is_read_only_and_converts(make_kernel):
     options = resolved.options("core")
     assert isinstance(options, CoreOptions) and options.hidden_size == 8
     assert resolved.options(CoreOptions).ffn_hidden_size == 32
+
+
+# -- a rule never blamed for raising on a value its owner refused ------------------------------
+
+def _owner_and_reader():
+    import types
+
+    from megaplug import PluginInfo, Problem, Rules
+    from megaplug.testing import stand_in
+
+    def check_shape(config):
+        if config.shape.startswith("["):
+            return [Problem(f"--shape is malformed: {config.shape}", flags=("shape",),
+                            hint="write it as N")]
+        return []
+
+    def read_shape(config):
+        return [] if int(config.shape) >= 0 else []  # raises on what check_shape refused
+
+    owner = stand_in("owner", ("--shape", {"default": "1"}), rules=Rules(validate=(check_shape,)))
+    reader = types.ModuleType("reader_plugin")
+    reader.megaplug_plugin = PluginInfo(name="reader", after=("owner",),
+                                        rules=Rules(validate=(read_shape,)))
+    return megaplug.load(builtins=[owner, reader],
+                         environ={"MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD": "1"})[0]
+
+
+def _problems(kernel, *argv):
+    with pytest.raises(megaplug.ConfigError) as error:
+        kernel.resolve(list(argv), environ={}, target=megaplug.TargetEnvironment())
+    return [(p.plugin, p.message) for p in error.value.problems]
+
+
+def test_a_rule_raising_on_a_value_its_owner_refused_is_not_reported():
+    kernel = _owner_and_reader()
+    assert _problems(kernel, "--shape", "[1]*99") == [("owner", "--shape is malformed: [1]*99")]
+
+
+def test_a_rule_raising_on_a_value_nobody_refused_is_still_a_bug_of_that_rule():
+    kernel = _owner_and_reader()
+    found = _problems(kernel, "--shape", "x")
+    assert [plugin for plugin, _ in found] == ["reader"]
+    assert "raised ValueError in validate rule read_shape" in found[0][1]
+
+
+def test_a_valid_resolve_reads_values_without_a_log():
+    kernel = _owner_and_reader()
+    assert kernel.resolve(["--shape", "3"], environ={}).shape == "3"

@@ -144,3 +144,23 @@ def test_a_plugin_module_can_be_passed_directly():
 
     plugin.add_args = add_args
     assert resolve("--direct-flag", "5", plugins=[plugin]).direct_flag == 5
+
+
+def test_the_resolve_fixture_resolves_under_the_release_its_target_names(resolve):
+    # --muon-tp-mode is new in 0.16: 0.15's table has no such setting, 0.16's has
+    assert "muon_tp_mode" not in resolve(packages={"megatron_core": "0.15.0"})
+    assert resolve(packages={"megatron_core": "0.16.1"}).muon_tp_mode == "blockwise"
+    with pytest.raises(megaplug.ConfigError, match="unrecognized argument --muon-tp-mode"):
+        resolve("--muon-tp-mode", "duplicated", packages={"megatron_core": "0.15.0"})
+
+
+def test_a_kernel_refuses_a_target_of_another_release_line():
+    kernel, _ = megaplug.load(environ={}, target=megaplug.TargetEnvironment(
+        packages={"megatron_core": "0.19.2"}))
+    other = megaplug.TargetEnvironment(packages={"megatron_core": "0.15.0"}, environ={})
+    with pytest.raises(megaplug.ConfigError) as error:
+        kernel.resolve(MINIMAL_ARGV, target=other)
+    assert [(p.message, p.hint) for p in error.value.problems] == [(
+        "this kernel's flag table is for megatron_core 0.19, but the target runs "
+        "megatron_core 0.15", "resolve with the kernel of the target's line: "
+        "megaplug.load(target=TARGET) or megaplug.resolve(argv, target=TARGET)")]

@@ -41,7 +41,8 @@ def _run(code: Path | None) -> dict:
 def test_the_releases_own_parse_args_is_megaplugs_at_that_release(line):
     result = _run(RELEASES[line])
     assert result["release"].startswith(line + ".")
-    assert result["megaplug"].startswith(f"{line} (megatron_core {result['release']}, ")
+    # megaplug finds the release by itself and targets exactly it
+    assert result["megaplug"].startswith(f"{result['release']} (")
     assert len(result["cases"]) >= 20, "too few parity configurations ran"
     differing = {case: found for case, found in result["cases"].items() if found}
     assert differing == {}

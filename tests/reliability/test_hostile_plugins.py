@@ -24,6 +24,7 @@ from reliability_support import MINIMAL, resolve_environment
 import megaplug
 from megaplug import _api
 from megaplug.cli import main
+from megaplug.sources._selection import SHIPPED_DISTRIBUTIONS as SHIPPED
 from megaplug.cache._entry_points import EntryPointInfo, entry_points
 
 HEADER = "from megaplug import PluginInfo, hookimpl\n"
@@ -244,3 +245,168 @@ def test_an_installed_broken_distribution_in_a_real_process(tmp_path: Path):
            "distribution megaplug-hostile) is broken" in resolved.stderr
     assert "plugin 'hostile_derive'" in resolved.stderr
     assert "raised ZeroDivisionError in derive" in resolved.stderr
+
+
+# -- a third-party plugin cannot harm a shipped one: the newcomer is the one refused ---------
+
+NEWCOMERS = {
+    "steals_num_experts": HEADER + textwrap.dedent("""
+        megaplug_plugin = PluginInfo(name="steals_num_experts")
+        @hookimpl
+        def add_args(flags):
+            flags.add_argument("--num-experts", type=int, default=None, help="Mine.")
+    """),
+    "steals_moe_dest": HEADER + textwrap.dedent("""
+        megaplug_plugin = PluginInfo(name="steals_moe_dest")
+        @hookimpl
+        def add_args(flags):
+            flags.add_argument("--my-experts", dest="moe_router_topk", type=int, default=2,
+                               help="Mine.")
+    """),
+    "named_moe": HEADER + "megaplug_plugin = PluginInfo(name='moe')\n",
+    "named_parallel": HEADER + "megaplug_plugin = PluginInfo(name='parallel')\n",
+    "contradicts_model": HEADER + "megaplug_plugin = PluginInfo(name='contradicts_model', "
+                         "after=('model',), before=('model',))\n",
+    "contradicts_moe": HEADER + "megaplug_plugin = PluginInfo(name='contradicts_moe', "
+                       "after=('moe',), before=('model',))\n",
+    "unblockable": HEADER + "megaplug_plugin = PluginInfo(name='no:x y')\n",
+    "reads_config": HEADER + textwrap.dedent("""
+        megaplug_plugin = PluginInfo(name="reads_config")
+        @hookimpl
+        def add_args(flags):
+            flags.add_argument("--config", help="Never reaches me.")
+    """),
+    "reads_p": HEADER + textwrap.dedent("""
+        megaplug_plugin = PluginInfo(name="reads_p")
+        @hookimpl
+        def add_args(flags):
+            flags.add_argument("-pp", "--pipeline-thing", type=int, help="-pp is -p p.")
+    """),
+    "bad_table": "from megaplug import PluginInfo, Rules\n"
+                 "megaplug_plugin = PluginInfo(name='bad_table', "
+                 "rules=Rules(validate=('bad_table:CHECKS',)))\n"
+                 "def check(config):\n    return []\n"
+                 "CHECKS = [check, 'check_two']\n",
+}
+
+#: module -> (the name it is listed under, what its reason must say)
+REFUSED = {
+    "steals_num_experts": ("steals_num_experts",
+                           "plugins 'moe' and 'steals_num_experts' both declare the setting "
+                           "'num_experts'"),
+    "steals_moe_dest": ("steals_moe_dest", "both declare the setting 'moe_router_topk'"),
+    "named_moe": ("named_moe", "its PluginInfo names it 'moe', which plugin 'moe' (entry point "
+                  "moe = megaplug_moe"),
+    "named_parallel": ("named_parallel", "its PluginInfo names it 'parallel', which plugin "
+                       "'parallel' (distribution megaplug) already has"),
+    "contradicts_model": ("contradicts_model", "plugin ordering has a cycle among: "
+                          "contradicts_model, model"),
+    "contradicts_moe": ("contradicts_moe", "plugin ordering has a cycle among: "
+                        "contradicts_moe, model, moe"),
+    "unblockable": ("no:x y", "its name 'no:x y' cannot be blocked with -p no:NAME"),
+    "reads_config": ("reads_config", "declares the flag --config, which megaplug reads "
+                     "itself (config files)"),
+    "reads_p": ("reads_p", "declares the flag -pp, which megaplug reads itself (the plugin "
+                "selection"),
+}
+
+
+@pytest.fixture
+def newcomers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Install each newcomer as an entry point of its own distribution (named after its
+    module, loaded before the shipped ones would be in an alphabetical scan)."""
+    for name, source in NEWCOMERS.items():
+        (tmp_path / f"{name}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    # check_plugin imports the package in a fresh interpreter too
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path),
+                                                      os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setattr(_api, "_KERNELS", {})
+    installed = list(entry_points())
+
+    def install(*modules: str) -> None:
+        extra = [EntryPointInfo(module, module, f"aaa-{module}", "1.0") for module in modules]
+        monkeypatch.setattr("megaplug._plugins._entry_points", lambda: extra + installed)
+
+    yield install
+    for name in NEWCOMERS:
+        sys.modules.pop(name, None)
+
+
+@pytest.mark.parametrize("module", sorted(REFUSED))
+def test_a_newcomer_is_refused_and_every_shipped_plugin_stays_active(newcomers, module):
+    listed, reason = REFUSED[module]
+    newcomers(module)
+    code, out, err = _cli("list", "--json")
+    assert code == 0, err
+    rows = {row["name"]: row for row in json.loads(out)}
+    assert rows[listed]["status"] == "broken"
+    assert reason in rows[listed]["reason"]
+    shipped = {name: row["status"] for name, row in rows.items() if name != listed
+               and (row["source"] == "builtin" or row["distribution"] in SHIPPED)}
+    assert set(shipped.values()) <= {"active", "unavailable"}, shipped
+    assert shipped["moe"] == shipped["parallel"] == shipped["model"] == "active"
+
+
+@pytest.mark.parametrize("module", sorted(set(REFUSED) - {"contradicts_model",
+                                                          "contradicts_moe", "unblockable"}))
+def test_a_resolve_blames_the_newcomer_and_blocking_it_restores_the_shipped(newcomers, module):
+    listed, reason = REFUSED[module]
+    newcomers(module)
+    code, out, err = _cli("resolve", "--assume-device-capability", "none", "--", *MINIMAL,
+                          "--num-experts", "4")
+    assert code == 2 and "Traceback" not in err
+    problems = [line for line in err.splitlines() if line.startswith("  - ")]
+    assert all(listed in line and f"-p no:{listed}" in line for line in problems), err
+    assert not [line for line in problems if "moe" in line and listed not in line]
+    code, out, err = _cli("resolve", "--assume-device-capability", "none", "-p",
+                          f"no:{listed}", "--", *MINIMAL, "--num-experts", "4")
+    assert code == 0, err
+    assert json.loads(out)["num_experts"] == 4
+
+
+@pytest.mark.parametrize("module", sorted(REFUSED))
+def test_check_plugin_names_what_is_wrong_with_the_newcomer(newcomers, module):
+    from megaplug.testing import check_plugin
+
+    listed, reason = REFUSED[module]
+    newcomers(module)
+    found = check_plugin(module)
+    assert any(reason in message for message in found), found
+
+
+def test_a_rule_table_holding_what_is_not_a_rule_says_so(newcomers):
+    from megaplug.testing import check_plugin
+
+    newcomers("bad_table")
+    found = check_plugin("bad_table")
+    assert len(found) == 1
+    assert found[0].startswith(
+        "[bad_table] plugin 'bad_table': the rules bad_table:CHECKS: bad_table:CHECKS[1] is "
+        "'check_two' (a str), not a rule (a function taking the configuration) (hint: ")
+    assert "did you mean" not in found[0]
+
+
+def test_check_plugin_of_a_package_that_is_not_installed():
+    from megaplug.testing import check_plugin
+
+    assert check_plugin("megaplug_no_such_plugin_here") == [
+        "megaplug_no_such_plugin_here cannot be imported: no module of that name is on "
+        "sys.path (is the plugin installed, pip install -e DIR?)"]
+
+
+def test_check_plugin_of_a_package_that_fails_to_import(tmp_path, monkeypatch):
+    from megaplug.testing import check_plugin
+
+    (tmp_path / "raises_on_import.py").write_text("raise RuntimeError('no GPU here')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path),
+                                                      os.environ.get("PYTHONPATH", "")]))
+    assert check_plugin("raises_on_import") == [
+        "importing raises_on_import fails: RuntimeError: no GPU here"]
+
+
+def test_the_shipped_distributions_are_the_plugins_directory():
+    root = Path(__file__).resolve().parents[2]
+    shipped = {path.parent.name for path in (root / "plugins").glob("*/pyproject.toml")}
+    assert SHIPPED == shipped

@@ -75,3 +75,31 @@ def test_megatron_fsdp_turns_on_the_distributed_optimizer_from_0_18(version, for
     config = resolved(version, "--use-megatron-fsdp", "--no-gradient-accumulation-fusion",
                       "--ckpt-format", "fsdp_dtensor")
     assert config.use_distributed_optimizer is forced
+
+
+FP4_FSDP2 = ("--use-torch-fsdp2", "--untie-embeddings-and-output-weights",
+             "--no-gradient-accumulation-fusion", "--fp4-format", "e2m1", "--bf16",
+             "--fp4-param-gather")
+
+
+def _fp4_target(version: str, transformer_engine: str) -> TargetEnvironment:
+    return TargetEnvironment(packages={"megatron_core": version, "multistorageclient": None,
+                                       "transformer_engine": transformer_engine}, environ={})
+
+
+def _fsdp_problems(version: str, transformer_engine: str) -> list[str]:
+    return [p.message for p in problems("-p", "no:preflight", *FP4_FSDP2, environ={},
+                                        target=_fp4_target(version, transformer_engine))
+            if p.plugin == "fsdp"]
+
+
+def test_fsdp2_refuses_fp4_param_gather_without_te_2_7_until_0_17_1_turns_it_off():
+    """megatron-core 0.17.0 raises on FSDP2 FP4 parameter gathers without Transformer
+    Engine 2.7; 0.17.1 falls back to bf16 gathers instead (the FP4 format itself still
+    needs 2.7: the precision plugin's problem)."""
+    assert _fsdp_problems("0.17.0", "2.5.0") == [
+        "--fp4-param-gather with --use-torch-fsdp2 requires Transformer Engine >= 2.7.0.dev0"]
+    assert _fsdp_problems("0.17.1", "2.5.0") == []
+    assert _fsdp_problems("0.17.0", "2.8.0") == []
+    assert resolve("-p", "no:preflight", *FP4_FSDP2, environ={},
+                   target=_fp4_target("0.17.0", "2.8.0")).fp4_param is True

@@ -41,7 +41,7 @@ def engine_messages(version: str, *flags: str) -> list[str]:
             if p.plugin == "inference"]
 
 
-@pytest.mark.parametrize("version,line", [("0.15.3", "0.15"), ("0.17.1", "0.17")])
+@pytest.mark.parametrize("version,line", [("0.15.3", "0.15.3"), ("0.17.1", "0.17.1")])
 def test_dynamic_batching_blocks_of_256_up_to_0_17(version, line):
     flags = ("--inference-dynamic-batching", "--inference-dynamic-batching-block-size", "300")
     assert engine_messages(version, *flags) == [
@@ -59,7 +59,7 @@ def test_dynamic_batching_blocks_unchecked_from_0_18(version):
 def test_dynamic_batching_chunks_of_256_in_0_13_and_0_14():
     flags = ("--inference-dynamic-batching", "--inference-dynamic-batching-chunk-size", "300")
     assert engine_messages("0.14.0", *flags) == [
-        "--inference-dynamic-batching-chunk-size 300 must be a multiple of 256 in Megatron 0.14"]
+        "--inference-dynamic-batching-chunk-size 300 must be a multiple of 256 in Megatron 0.14.0"]
     assert engine_messages("0.14.0", "--inference-dynamic-batching") == []
 
 
@@ -71,7 +71,7 @@ def test_dynamic_batching_needs_a_buffer_size_up_to_0_17(tmp_path, version, refu
     found = [p.message for p in problems(
         "--inference-dynamic-batching", "-p", "no:preflight", target=target(version),
         config_files=[str(unsized)]) if p.plugin == "inference"]
-    line = version.rsplit(".", 1)[0]
+    line = version  # messages name the exact release in force
     assert found == ([f"--inference-dynamic-batching needs "
                       f"--inference-dynamic-batching-buffer-size-gb in Megatron {line}"]
                      if refused else [])
@@ -82,7 +82,7 @@ def test_dynamic_batching_needs_a_buffer_size_up_to_0_17(tmp_path, version, refu
 def test_fp8_whole_iteration_dynamic_batching_graphs_refused_in_0_15_and_0_16(version, refused):
     flags = ("--inference-dynamic-batching", "--cuda-graph-scope", "full_iteration",
              "--cuda-graph-impl", "local", "--fp8-format", "hybrid")
-    line = version.rsplit(".", 1)[0]
+    line = version  # messages name the exact release in force
     assert engine_messages(version, *flags) == ([
         f"FP8 is not supported with dynamic batching and full_iteration CUDA graphs in "
         f"Megatron {line}"] if refused else [])
@@ -91,7 +91,7 @@ def test_fp8_whole_iteration_dynamic_batching_graphs_refused_in_0_15_and_0_16(ve
 @pytest.mark.parametrize("version", ["0.15.3", "0.16.1"])
 def test_whole_iteration_graphs_need_no_nan_check_in_training_only_in_0_15_and_0_16(version):
     flags = ("--cuda-graph-scope", "full_iteration", "--cuda-graph-impl", "local")
-    line = version.rsplit(".", 1)[0]
+    line = version  # messages name the exact release in force
     assert engine_messages(version, *flags) == [
         f"--cuda-graph-scope full_iteration needs --no-check-for-nan-in-loss-and-grad in "
         f"Megatron {line}"]
@@ -108,4 +108,4 @@ def test_whole_iteration_graphs_in_0_17_are_training_s_check_even_for_dynamic_ba
     assert [p.message for p in problems(*flags, target=target("0.17.1"))
             if p.plugin == "training"] == [
         "--cuda-graph-scope full_iteration needs --no-check-for-nan-in-loss-and-grad in "
-        "Megatron 0.17"]
+        "Megatron 0.17.1"]

@@ -34,7 +34,7 @@ MOE_EP2 = ("--num-experts", "4", "--expert-model-parallel-size", "2", "-p", "no:
 def test_early_moe_grouped_gemm_needs_bf16_before_0_16():
     flags = (*MOE_EP2, "--moe-grouped-gemm")
     assert moe_messages("0.15.3", *flags) == [
-        "--moe-grouped-gemm supports only bf16 in Megatron 0.15"]
+        "--moe-grouped-gemm supports only bf16 in Megatron 0.15.3"]
     assert moe_messages("0.15.3", *flags, "--bf16") == []
     assert moe_messages("0.16.1", *flags) == []
 
@@ -42,7 +42,7 @@ def test_early_moe_grouped_gemm_needs_bf16_before_0_16():
 def test_early_expert_parallelism_refuses_fp16_before_0_16():
     assert moe_messages("0.13.1", *MOE_EP2, "--fp16") == [
         "expert parallelism (--expert-model-parallel-size 2) does not support --fp16 in "
-        "Megatron 0.13"]
+        "Megatron 0.13.1"]
     assert moe_messages("main", *MOE_EP2, "--fp16") == []
 
 
@@ -51,7 +51,7 @@ GRAPHED_EP = ("--num-experts", "8", "--expert-model-parallel-size", "2", "--cuda
 
 
 def test_graphed_expert_parallelism_needs_padded_experts_in_0_16_and_0_17():
-    for version, line in (("0.16.1", "0.16"), ("0.17.1", "0.17")):
+    for version, line in (("0.16.1", "0.16.1"), ("0.17.1", "0.17.1")):
         assert moe_messages(version, *GRAPHED_EP) == [
             "local CUDA graphs with expert parallelism (--expert-model-parallel-size 2) need "
             f"--moe-pad-experts-for-cuda-graph-inference in Megatron {line}"]

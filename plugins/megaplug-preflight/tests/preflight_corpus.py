@@ -13,6 +13,7 @@ any rule that starts to say something else on any of them.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from pathlib import Path
@@ -27,8 +28,13 @@ sys.path.insert(0, str(HERE / "megatron"))
 from preflight_probes import BASES, PROBES, apply, load_base, parity_launches  # noqa: E402
 
 
+@functools.cache
 def launches() -> dict[str, dict[str, Any]]:
-    """Every launch of the Megatron tier, by a label naming the case or the probe and base."""
+    """Every launch of the Megatron tier, by a label naming the case or the probe and base.
+
+    Built on first use and kept (callers must not change it): collecting the tests that use it
+    reads only the record's labels, so building ~1,000 launches costs nothing at collection.
+    """
     found = dict(parity_launches())
     for probe in PROBES:
         for kind in probe.on:

@@ -21,7 +21,6 @@ from preflight_corpus import launches
 TE = "transformer_engine"
 pytestmark = pytest.mark.skipif(importlib.util.find_spec(TE) is not None,
                                 reason="Transformer Engine is installed here")
-LAUNCHES = launches()
 #: A Transformer Engine check's own words when it decides on an absent one.
 ABSENT = f"requires {TE} >= "
 
@@ -46,7 +45,7 @@ def _problems(launch: dict[str, Any], **target: Any) -> tuple[str, ...]:
 
 def test_every_check_on_an_absent_transformer_engine_decides_in_the_training_process():
     decided: set[str] = set()
-    for label, launch in sorted(LAUNCHES.items()):
+    for label, launch in sorted(launches().items()):
         stated = _problems(launch, packages={TE: None})
         assert _problems(launch, own_process=True) == stated, label
         absent = [p for p in stated if ABSENT in p and ", not installed;" in p]

@@ -14,12 +14,11 @@ import json
 import pytest
 from preflight_corpus import RECORD, launches, verdict
 
-LAUNCHES = launches()
 RECORDED = json.loads(RECORD.read_text())
 
 
 def test_every_launch_is_recorded() -> None:
-    assert sorted(LAUNCHES) == sorted(RECORDED)
+    assert sorted(launches()) == sorted(RECORDED)
 
 
 def test_the_record_holds_rejections_controls_and_warnings() -> None:
@@ -30,6 +29,10 @@ def test_the_record_holds_rejections_controls_and_warnings() -> None:
     assert any(seen["warnings"] for seen in RECORDED.values())
 
 
-@pytest.mark.parametrize("label", sorted(LAUNCHES))
+# parametrized by the record's labels, so collection builds no launch; a launch missing
+# from the record fails test_every_launch_is_recorded, one missing from the corpus here
+@pytest.mark.parametrize("label", sorted(RECORDED))
 def test_verdict_as_recorded(label: str) -> None:
-    assert verdict(LAUNCHES[label]) == RECORDED[label]
+    launch = launches().get(label)
+    assert launch is not None, f"{label} is recorded but no longer a launch of the corpus"
+    assert verdict(launch) == RECORDED[label]

@@ -246,9 +246,9 @@ def _distribution_entry_points(path: str, group: str,
     if not pairs:
         return []
     try:
-        about = _read_text(os.path.join(path, "METADATA"))
+        about = read_small_text(os.path.join(path, "METADATA"))
         if about is None:
-            about = _read_text(os.path.join(path, "PKG-INFO")) or ""
+            about = read_small_text(os.path.join(path, "PKG-INFO")) or ""
     except Unreadable as error:
         return [_unreadable_entry(path, str(error))]
     headers: dict[str, str] = {}
@@ -267,7 +267,7 @@ def entry_point_section(source: str, group: str) -> list[tuple[str, str]]:
     """The (name, value) pairs of ``group`` in the ``entry_points.txt`` at ``source``
     (none if it is absent); :class:`Unusual` where importlib.metadata refuses the file,
     :class:`Unreadable` where it cannot be read at all or ``group`` is not text."""
-    text = _read_text(source)
+    text = read_small_text(source)
     if text is None:
         return []
     pairs, section = [], None
@@ -299,7 +299,7 @@ def _unreadable_entry(path: str, reason: str) -> EntryPointRow:
             os.path.join(path, "entry_points.txt"))
 
 
-def _read_text(path: str) -> str | None:
+def read_small_text(path: str) -> str | None:
     """A metadata file's text (bytes that are not UTF-8 kept as surrogate escapes: a
     section megaplug does not read may be in any encoding); ``None`` if it is absent, a
     directory or not readable by this user (importlib.metadata finds nothing there either).

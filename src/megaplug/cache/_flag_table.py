@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from typing import Any, Callable
 
 #: Bump when the stored form changes.
-VERSION = 2
+VERSION = 3
 
 _FIELDS = ("dest", "plugin", "kind", "option_strings", "action", "type", "default", "choices",
            "nargs", "const", "metavar", "help", "hidden", "deprecated", "env",
@@ -96,11 +96,14 @@ def code_packages(records: Any) -> set[str]:
 def _declare_and_encode(kernel: Any, declare: Callable[[], None],
                         packages: set[str]) -> dict[str, Any]:
     """Declare the table, and encode it for storing (``None``: not to be stored)."""
-    from ._store import _cache_path, depends_on_packages
+    from ._store import _cache_path, depends_on, depends_on_packages
 
     depends_on_packages(packages)  # the plugins' packages, imported before the declaration
     problems = len(kernel.setup_problems)
     declare()
+    # the release data the table was narrowed with is read, not imported: key on it too
+    depends_on([path for path in (data if isinstance(data, str) else data.path
+                                  for data in kernel.table.release_data.values()) if path])
     if _cache_path() is not None:  # a stored table is a checked one (else: at first parse)
         kernel.check_references()
     if len(kernel.setup_problems) > problems:
@@ -147,6 +150,7 @@ def encode(table: FlagTable, inactive: dict[str, list[FlagSpec]], packages: set[
         "mutex_groups": [list(group) for group in table.mutex_groups],
         "withheld": [spec(one) for specs in table.withheld.values() for one in specs],
         "elsewhere": dict(table.elsewhere),
+        "renamed": {dest: list(renamed) for dest, renamed in table.renamed.items()},
     }
 
 
@@ -155,21 +159,25 @@ def decode(data: dict[str, Any], packages: set[str]
     """The table and inactive specs ``encode`` stored; ``ValueError`` for anything that
     does not hold (a tampered file), references followed only into ``packages``."""
     try:
-        table = FlagTable()
-        for row in data["specs"]:
-            table.add(_decode_spec(row, packages))
+        specs = [_decode_spec(row, packages) for row in data["specs"]]
         inactive = {str(name): [_decode_spec(row, packages) for row in rows]
                     for name, rows in data["inactive"].items()}
+        options_classes = {}
         for plugin, reference in data["options_classes"].items():
             if not isinstance(reference, dict) or set(reference) != {"ref"}:
                 raise ValueError(f"not a reference: {reference!r}")
             _check_package(reference["ref"], packages)
-            table.options_classes[str(plugin)] = reference["ref"]  # imported on first use
-        table.mutex_groups = [[str(dest) for dest in group] for group in data["mutex_groups"]]
+            options_classes[str(plugin)] = reference["ref"]  # imported on first use
+        withheld: dict[str, list[FlagSpec]] = {}
         for row in data["withheld"]:
-            withheld = _decode_spec(row, packages)
-            table.withheld.setdefault(withheld.dest, []).append(withheld)
-        table.elsewhere = {str(option): str(where) for option, where in data["elsewhere"].items()}
+            spec = _decode_spec(row, packages)
+            withheld.setdefault(spec.dest, []).append(spec)
+        table = FlagTable.assemble(
+            specs, options_classes=options_classes, withheld=withheld,
+            mutex_groups=[[str(dest) for dest in group] for group in data["mutex_groups"]],
+            elsewhere={str(option): str(where) for option, where in data["elsewhere"].items()},
+            renamed={str(dest): (str(theirs), bool(inverted))
+                     for dest, (theirs, inverted) in data["renamed"].items()})
     except (KeyError, TypeError, AttributeError, ImportError, IndexError) as exc:
         raise ValueError(f"unreadable flag table: {type(exc).__name__}: {exc}") from None
     except Exception as exc:  # noqa: BLE001  (PluginError from add(): two owners)

@@ -156,6 +156,8 @@ def _run(tokens: list[str]) -> int:
                                    "export") and unknown:
             raise UsageError(f"megaplug {options.command}: unrecognized arguments: "
                              + " ".join(unknown) + f" (see megaplug {options.command} --help)")
+        if options.command in _SHOWS_A_LINE and not _line_reported(options):
+            return EXIT_INVALID
         return _HANDLERS[options.command](options, [*unknown, *passthrough])
     except UsageError as exc:
         print(str(exc), file=sys.stderr)
@@ -166,6 +168,27 @@ def _run(tokens: list[str]) -> int:
     except PluginError as exc:
         print(f"megaplug: plugin error: {exc}", file=sys.stderr)
         return EXIT_INVALID
+
+
+#: Commands that show the flags of the target's release line without resolving: a Megatron
+#: version megaplug cannot target is a problem there (exit 2) as in a resolve, and one newer
+#: than every line a warning; ``list`` shows both in its output (text and JSON) instead.
+_SHOWS_A_LINE = ("flags", "schema", "completion", "docs")
+
+
+def _line_reported(options: argparse.Namespace) -> bool:
+    """Report what a resolve reports about the target's Megatron version (the one
+    ``report_lines``); False when it is a problem, and the command shows nothing."""
+    from .._errors import ProblemSink
+    from ..environment._narrow import report_lines
+
+    sink = ProblemSink()
+    report_lines(target_from(options), sink)
+    for warning in sink.warnings:
+        print(f"megaplug: warning: {warning.message}", file=sys.stderr)
+    if sink.problems:
+        print_problems(sink.problems)
+    return not sink.problems
 
 
 def _split_passthrough(tokens: list[str]) -> tuple[list[str], list[str]]:
@@ -234,6 +257,10 @@ def _cmd_list(options: argparse.Namespace, _: list[str]) -> int:
     else:
         _print_plugin_table(rows)
         print(f"target Megatron: {target_line(options)}")
+        choice = target_from(options).line_choice()
+        for message, kind in ((choice.problem, "problem"), (choice.warning, "warning")):
+            if message:
+                print(f"{kind}: {message}")
         for problem in problems:
             print(f"problem: {problem}")
     for row in rows:
@@ -636,10 +663,12 @@ def _cmd_completion(options: argparse.Namespace, _: list[str]) -> int:
 
 
 def _cmd_docs(options: argparse.Namespace, _: list[str]) -> int:
+    command = _docs_command(options)
+
     def pages(kernel: Any) -> list[list[str]]:
         from ._docs import reference_pages
 
-        return [[name, text] for name, text in reference_pages(kernel).items()]
+        return [[name, text] for name, text in reference_pages(kernel, command).items()]
 
     def safe(pages: list[list[str]]) -> bool:  # a tampered file writes nowhere else
         return all(len(page) == 2 and _is_page_name(page[0]) for page in pages)
@@ -652,6 +681,25 @@ def _cmd_docs(options: argparse.Namespace, _: list[str]) -> int:
     print(f"wrote {len(written)} files to {directory}: "
           + ", ".join(name for name, _text in written))
     return EXIT_OK
+
+
+def _docs_command(options: argparse.Namespace) -> str:
+    """The command that regenerates this reference (its index names it); with
+    ``--shipped``, the plugins no shipped distribution provides are blocked first."""
+    import shlex
+
+    if options.shipped:
+        from ..cache._entry_points import entry_points
+        from ..sources._selection import SHIPPED_DISTRIBUTIONS
+
+        options.plugin_controls = [*options.plugin_controls, *(
+            f"no:{entry.name}" for entry in entry_points()
+            if entry.distribution not in SHIPPED_DISTRIBUTIONS)]
+    words = ["megaplug", "docs", *(["--shipped"] if options.shipped else []),
+             *(word for item in options.assume for word in ("--assume", item)),
+             "--out", options.out]
+    # a page is UTF-8 text: a path's bytes that are not (caf\xe9) are shown replaced
+    return shlex.join(words).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _is_page_name(name: str) -> bool:

@@ -273,6 +273,10 @@ def _add_docs(commands: Any) -> None:
                     "write the per-plugin flag reference (Markdown)")
     docs.add_argument("--out", default="docs/flags", metavar="DIR",
                       help="output directory (default: docs/flags, under the current directory)")
+    docs.add_argument("--shipped", action="store_true",
+                      help="only the plugins megaplug ships (the built-ins and plugins/"
+                           "megaplug-*), whatever else is installed: the committed docs/flags "
+                           "is `megaplug docs --shipped --assume megatron_core=seed`")
     _plugin_options(docs)
     _target_option(docs)
 

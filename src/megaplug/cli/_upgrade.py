@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
+from .._errors import Problem
 from ..values._encoding import encode, to_json
 from ._parser import EXIT_INTERNAL, EXIT_OK, UsageError
 
@@ -53,24 +55,41 @@ def run_upgrade(options: argparse.Namespace, args: list[str]) -> int:
     if any(item.split("=", 1)[0].strip() == PACKAGE for item in options.assume):
         raise UsageError(f"megaplug upgrade: --from and --to state {PACKAGE}'s version; "
                          f"leave it out of --assume")
-    source_label, argv, settings = _launch(options, args)
-    with _as_config_file(_chosen(options, settings)) as config:
+    source_label, argv, saved = _launch(options, args)
+    if options.rewrite and saved:
+        raise UsageError("megaplug upgrade: --rewrite rewrites a command line; for a "
+                         f"{source_label} give its flags after --")
+    settings = replayed(options, saved, argv, source_label) if saved else {}
+    with _as_config_file(settings, source_label) as config:
         launch = [*config, *argv]
         old = _resolve(options, options.from_version, launch)
         new = _resolve(options, options.to_version, launch)
     flags = flag_changes(old.kernel, new.kernel, argv, settings)
     report = compare(old, new, flags, given=_given(old, settings))
+    if config:  # the replayed settings' file is gone: name the source they came from
+        report = _relabelled(report, f"config file {config[1]}", source_label)
     report["source"] = source_label
     if options.rewrite:
-        if settings:
-            raise UsageError("megaplug upgrade: --rewrite rewrites a command line; for a "
-                             f"{source_label} give its flags after --")
-        print(_shell_join(rewrite(old.kernel, new.kernel, argv)))
+        tokens, left = rewrite(old.kernel, new.kernel, argv)
+        print(_shell_join(tokens))
+        for note in left:
+            print(f"megaplug upgrade: {note}", file=sys.stderr)
     elif options.format == "json":
         print(to_json(report))
     else:
         _print_text(report)
     return EXIT_INTERNAL if report["changes"] else EXIT_OK
+
+
+def _relabelled(data: Any, old: str, new: str) -> Any:
+    """``data`` with the text ``old`` replaced by ``new`` in every string it holds."""
+    if isinstance(data, str):
+        return data.replace(old, new)
+    if isinstance(data, list):
+        return [_relabelled(item, old, new) for item in data]
+    if isinstance(data, dict):
+        return {key: _relabelled(value, old, new) for key, value in data.items()}
+    return data
 
 
 def _check_version(version: str) -> None:
@@ -125,24 +144,101 @@ def _saved_side(options: argparse.Namespace, path: str) -> Any:
         raise UsageError(str(exc).replace("megaplug diff:", "megaplug upgrade:")) from None
 
 
-def _chosen(options: argparse.Namespace, settings: dict[str, Any]) -> dict[str, Any]:
-    """The saved settings the run chose: its flags (not derived values) at values other than
-    the declared defaults of the release it ran on."""
+def replayed(options: argparse.Namespace, saved: dict[str, Any], argv: Sequence[str],
+             label: str) -> dict[str, Any]:
+    """The settings a saved source's run gave, as they were given: few of its flags that,
+    resolved under the release it ran on, reproduce every saved flag value.
+
+    A saved source holds resolved values: what the run gave, and what the release derived
+    from it (``encoder_seq_length``, a dtype from ``bf16``, the weight-decay pair).
+    Replaying a derived value as given invents problems (both given; a derived form no
+    flag takes), so the launch is rebuilt from below: a pass gives the saved flags whose
+    value differs from what the release makes of the launch so far and that no rule made
+    (a rule makes its value from what is given, so it waits for that); when only values
+    rules made still differ, the run gave those too. Then each setting given is left out
+    again, the later-declared first (Megatron declares ``--seq-length`` before its
+    alternative ``--encoder-seq-length``), where the launch reproduces the saved values
+    without it and is no less valid."""
     table = _kernel(options, options.from_version).table
-    chosen = {}
-    for dest, value in settings.items():
-        spec = table.by_dest.get(dest, [None])[0]
-        if spec is not None and spec.kind == "flag" and encode(spec.default) != value:
-            chosen[dest] = value
-    return chosen
+    flags = {dest: value for dest, value in saved.items()
+             if (spec := _flag_spec(table, dest)) is not None}
+    given: dict[str, Any] = {}
+    while True:
+        side = _replay(options, given, argv, label)
+        differ = [dest for dest, value in flags.items()
+                  if dest not in given and side.values.get(dest, _ABSENT) != value]
+        if not differ:
+            break
+        made = {dest for dest in differ if _made_by_a_rule(side.provenance.get(dest))}
+        for dest in [dest for dest in differ if dest not in made] or differ:
+            given[dest] = flags[dest]
+            spec = _flag_spec(table, dest)
+            if isinstance(side.kernel.convert(spec, flags[dest], source="config-file"),
+                          Problem) and spec.choices:
+                given[dest] = _choice_made_into(options, given, argv, label, dest, spec,
+                                                flags[dest])
+    return _fewest(options, given, flags, argv, label, _mismatch(side, flags))
+
+
+def _fewest(options: argparse.Namespace, given: dict[str, Any], flags: dict[str, Any],
+            argv: Sequence[str], label: str, score: tuple[int, int]) -> dict[str, Any]:
+    """``given`` without each setting, the later-declared first, that the launch
+    reproduces the saved flags without, no less valid."""
+    table = _kernel(options, options.from_version).table
+    declared = {spec.dest: index for index, spec in enumerate(table)}
+    for dest in sorted(given, key=lambda dest: -declared.get(dest, 0)):
+        trial = {key: value for key, value in given.items() if key != dest}
+        trial_score = _mismatch(_replay(options, trial, argv, label), flags)
+        if trial_score <= score:
+            given, score = trial, trial_score
+    return given
+
+
+def _mismatch(side: Side, flags: dict[str, Any]) -> tuple[int, int]:
+    """How far a replay is from the saved source: (saved flag values it does not
+    reproduce, problems it reports)."""
+    return (sum(side.values.get(key, _ABSENT) != value for key, value in flags.items()),
+            len(side.problems))
+
+
+def _replay(options: argparse.Namespace, given: dict[str, Any], argv: Sequence[str],
+            label: str) -> Side:
+    """The launch with ``given`` as a config file's settings, under the source's release."""
+    with _as_config_file(given, label) as config:
+        return _resolve(options, options.from_version, [*config, *argv])
+
+
+_ABSENT = object()
+
+
+def _flag_spec(table: Any, dest: str) -> Any:
+    spec = table.by_dest.get(dest, [None])[0]
+    return spec if spec is not None and spec.kind == "flag" else None
+
+
+def _made_by_a_rule(provenance: Any) -> bool:
+    return provenance is not None and provenance.source in ("derived", "normalized")
+
+
+def _choice_made_into(options: argparse.Namespace, given: dict[str, Any], argv: Sequence[str],
+                      label: str, dest: str, spec: Any, value: Any) -> Any:
+    """The choice of a flag that its plugin turns into the saved ``value``, a form no
+    flag takes (``bf16`` for a dtype saved as ``torch.bfloat16``): each choice is tried
+    under the release; none: the value as saved, for the conversion to name."""
+    for choice in spec.choices:
+        side = _replay(options, {**given, dest: encode(choice)}, argv, label)
+        if side.values.get(dest, _ABSENT) == value:
+            return encode(choice)
+    return value
 
 
 class _as_config_file:
     """``["--config", PATH]`` of a temporary JSON file holding ``settings`` (none: ``[]``),
-    removed afterwards."""
+    named after the source it replays, removed afterwards."""
 
-    def __init__(self, settings: dict[str, Any]) -> None:
+    def __init__(self, settings: dict[str, Any], label: str = "launch") -> None:
         self.settings, self.directory = settings, None
+        self.name = os.path.basename(label.rsplit(" ", 1)[-1].rstrip(")")) or "launch"
 
     def __enter__(self) -> list[str]:
         if not self.settings:
@@ -150,7 +246,7 @@ class _as_config_file:
         import tempfile
 
         self.directory = tempfile.TemporaryDirectory(prefix="megaplug-upgrade-")
-        path = os.path.join(self.directory.name, "launch.json")
+        path = os.path.join(self.directory.name, f"{self.name}.replayed.json")
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(to_json(self.settings))
         return ["--config", path]
@@ -221,28 +317,50 @@ def _resolve(options: argparse.Namespace, version: str, argv: Sequence[str]) -> 
 
 # -- what changes ----------------------------------------------------------------------
 
-def _strip_passed_through(argv: Sequence[str]) -> tuple[list[str], list[str]]:
-    """(megaplug's own tokens -- ``-p``, ``--config`` and their values --, the flags)."""
-    own: list[str] = []
-    flags: list[str] = []
+def _passed_through(argv: Sequence[str]) -> tuple[set[int], list[str]]:
+    """(the positions of megaplug's own tokens -- ``-p``, ``--config`` and their values --
+    in ``argv``, the config files it names)."""
+    own: set[int] = set()
+    files: list[str] = []
     index = 0
     while index < len(argv):
         token = argv[index]
-        name = token.split("=", 1)[0]
+        name, equals, value = token.partition("=")
         if name in _PASSED_THROUGH:
-            takes = _PASSED_THROUGH[name] and "=" not in token
-            own += argv[index:index + 1 + takes]
+            takes = _PASSED_THROUGH[name] and not equals
+            own.update(range(index, min(index + 1 + takes, len(argv))))
+            if name == "--config":
+                path = value if equals else (argv[index + 1] if index + 1 < len(argv) else None)
+                files += [path] if path is not None else []
             index += 1 + takes
             continue
-        flags.append(token)
         index += 1
-    return own, flags
+    return own, files
+
+
+def _training_flags(argv: Sequence[str]) -> list[str]:
+    own, _ = _passed_through(argv)
+    return [token for index, token in enumerate(argv) if index not in own]
 
 
 def _occurrences(kernel: Any, argv: Sequence[str]) -> list[Any]:
     from ..sources._command_line import split
 
-    return split(_strip_passed_through(argv)[1], kernel.table.by_option).occurrences
+    return split(_training_flags(argv), kernel.table.by_option).occurrences
+
+
+def _config_keys(argv: Sequence[str]) -> list[tuple[str, str]]:
+    """(config file, key) for every key of every ``--config`` file of the launch; a file
+    that cannot be read is left to the resolve, which reports it."""
+    from ..sources._config_files import ConfigFileError, load_config_file
+
+    found = []
+    for path in _passed_through(argv)[1]:
+        try:
+            found += [(path, str(key)) for key in load_config_file(path)]
+        except ConfigFileError:
+            continue
+    return found
 
 
 def replacement(old_spec: Any, new_table: Any) -> str | None:
@@ -256,7 +374,8 @@ def replacement(old_spec: Any, new_table: Any) -> str | None:
 
 def flag_changes(old: Any, new: Any, argv: Sequence[str],
                  settings: dict[str, Any]) -> list[dict[str, Any]]:
-    """The flags (and saved settings) of this launch the target release removed or renamed."""
+    """The flags of this launch the target release removed or renamed: on its command
+    line, as keys of its config files, and among the settings a saved source gave."""
     found: list[dict[str, Any]] = []
     seen: set[str] = set()
     for occurrence in _occurrences(old, argv):
@@ -264,18 +383,25 @@ def flag_changes(old: Any, new: Any, argv: Sequence[str],
         if spelling in seen or spelling in new.table.by_option:
             continue
         seen.add(spelling)
-        renamed = replacement(spec, new.table)
-        found.append({"flag": spelling, "setting": spec.dest, "plugin": spec.plugin,
-                      "change": "renamed" if renamed else "removed", "replacement": renamed})
+        found.append(_flag_change(spelling, spec, new, "command line"))
+    for path, key in _config_keys(argv):
+        spec = old.table.lookup(key)
+        if spec is not None and spec.kind == "flag" and new.table.lookup(key) is None:
+            found.append(_flag_change(key, spec, new, f"config file {path}"))
     for dest in sorted(settings):
-        spec = old.table.by_dest.get(dest, [None])[0]
-        if spec is None or spec.kind != "flag" or dest in new.table.by_dest:
-            continue
-        if encode(spec.default) == settings[dest]:
-            continue  # a saved value at its default: the launch did not choose it
-        found.append({"flag": spec.primary, "setting": dest, "plugin": spec.plugin,
-                      "change": "removed", "replacement": None})
+        spec = _flag_spec(old.table, dest)
+        if spec is not None and dest not in new.table.by_dest:
+            found.append(_flag_change(spec.primary, spec, new, "the saved source"))
     return found
+
+
+def _flag_change(spelling: str, spec: Any, new: Any, where: str) -> dict[str, Any]:
+    renamed = replacement(spec, new.table)
+    if renamed is not None and not spelling.startswith("-"):  # a config file's key
+        renamed = new.table.by_option[renamed].dest
+    return {"flag": spelling, "setting": spec.dest, "plugin": spec.plugin,
+            "change": "renamed" if renamed else "removed", "replacement": renamed,
+            "given_in": where}
 
 
 def _kind(old: Any, new: Any) -> str:
@@ -336,24 +462,63 @@ def compare(old: Side, new: Side, flags: list[dict[str, Any]],
 
 # -- the command line for the target release --------------------------------------------
 
-def rewrite(old: Any, new: Any, argv: Sequence[str]) -> list[str]:
-    """``argv`` for the target release: renamed flags under their new spelling, flags it
-    removed left out, everything else (``-p``, ``--config``, values) as given."""
-    own, _ = _strip_passed_through(argv)
-    tokens = list(own)
-    for occurrence in _occurrences(old, argv):
-        spelling = occurrence.spelling
-        if spelling not in new.table.by_option:
-            spelling = replacement(occurrence.spec, new.table)
-            if spelling is None:
-                continue
-        raw = occurrence.raw
-        tokens.append(spelling)
-        if isinstance(raw, list):
-            tokens += raw
-        elif raw is not None and occurrence.spec.takes_value:
-            tokens.append(raw)
-    return tokens
+def rewrite(old: Any, new: Any, argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(``argv`` for the target release, what it could not carry, in words): renamed flags
+    under their new spelling, flags it removed left out; every other token -- ``-p``,
+    ``--config``, values, flags only the target has, tokens neither release knows -- as
+    written (``--lr=-1`` stays one token). A config file's key the target removed or
+    renamed cannot be rewritten here: it is named."""
+    from ..sources._command_line import split
+
+    own, _ = _passed_through(argv)
+    positions = [index for index in range(len(argv)) if index not in own]
+    flags = [argv[index] for index in positions]
+    tokens = split(flags, {**new.table.by_option, **old.table.by_option})
+    written: list[list[str]] = [[argv[index]] for index in range(len(argv))]
+    left: list[str] = []
+    for occurrence in tokens.occurrences:
+        if occurrence.spelling in new.table.by_option:
+            continue
+        span = [positions[index] for index in range(occurrence.start, occurrence.end)]
+        renamed = replacement(occurrence.spec, new.table)
+        if renamed is not None:
+            written[span[0]] = [renamed + argv[span[0]][len(occurrence.spelling):]]
+            continue
+        shown = " ".join(argv[index] for index in span)
+        left.append(f"left out {shown}: the target release removed it "
+                    f"([{occurrence.spec.plugin}] {occurrence.spec.dest})")
+        for index in span:
+            written[index] = []
+    left += _unknown_kept(flags, tokens.unknown_at)
+    for path, key in _config_keys(argv):
+        spec = old.table.lookup(key)
+        if spec is not None and new.table.lookup(key) is None:
+            change = _flag_change(key, spec, new, path)
+            left.append(f"config file {path} sets {key}, which the target release "
+                        + (f"renamed to {change['replacement']}" if change["replacement"]
+                           else "removed") + ": edit the file")
+    return [token for tokens_at in written for token in tokens_at], left
+
+
+def _unknown_kept(flags: list[str], positions: list[int]) -> list[str]:
+    """What ``rewrite`` says of the tokens neither release knows, kept as written: a flag
+    with the values after it (the kernel reads them as its own), or a stray value."""
+    from ..sources._command_line import NEGATIVE_NUMBER
+
+    groups: list[list[str]] = []
+    previous = None
+    for index in positions:
+        token = flags[index]
+        is_flag = token.startswith("-") and not NEGATIVE_NUMBER.match(token)
+        if groups and not is_flag and previous == index - 1 and groups[-1][0].startswith("-"):
+            groups[-1].append(token)
+        else:
+            groups.append([token])
+        previous = index
+    return [f"kept {_shell_join(group)} as given: "
+            + ("a flag neither release has" if group[0].startswith("-")
+               and not NEGATIVE_NUMBER.match(group[0]) else "a value no flag takes")
+            for group in groups]
 
 
 def _shell_join(tokens: Sequence[str]) -> str:
@@ -368,10 +533,16 @@ def _shown(value: Any) -> str:
     return to_json(value, indent=None)
 
 
+def _in_force(side: dict[str, Any]) -> str:
+    """``megatron_core 0.17.0``, or the measured release a version resolves as."""
+    shown = f"{PACKAGE} {side['version']}"
+    return shown if side["version"] == side["line"] else f"{shown} (as {side['line']})"
+
+
 def _print_text(report: dict[str, Any]) -> None:
     old, new = report["from"], report["to"]
-    print(f"from: {PACKAGE} {old['version']} (line {old['line']})")
-    print(f"to:   {PACKAGE} {new['version']} (line {new['line']})")
+    print(f"from: {_in_force(old)}")
+    print(f"to:   {_in_force(new)}")
     print(f"launch: {report['source']}")
     target = new["version"]
     if old["problems"]:
@@ -393,10 +564,12 @@ def _print_problems(report: dict[str, Any], target: str) -> None:
     if report["flags"]:
         print(f"\nflags of this launch that {target} removed or renamed:")
         for flag in report["flags"]:
+            where = "" if flag["given_in"] == "command line" else f" (in {flag['given_in']})"
             if flag["change"] == "renamed":
-                print(f"  {flag['flag']}: renamed to {flag['replacement']}")
+                print(f"  {flag['flag']}{where}: renamed to {flag['replacement']}")
             else:
-                print(f"  {flag['flag']}: removed ([{flag['plugin']}] {flag['setting']})")
+                print(f"  {flag['flag']}{where}: removed ([{flag['plugin']}] "
+                      f"{flag['setting']})")
     if report["rejected"]:
         print(f"\nproblems {target}'s validation reports for this launch:")
         for problem in report["rejected"]:

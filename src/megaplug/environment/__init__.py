@@ -6,10 +6,10 @@ ctypes, never torch unless NVML cannot tell) unless the caller states the target
 (``--assume``), so that a login node can validate a launch for the cluster it targets.
 """
 
-from ._line_facts import LineFacts
+from ._release_data import ReleaseData
 from ._environment import (KNOWN_PACKAGES, TargetEnvironment, parse_assumed_capability,
                            parse_assumed_memory, parse_assumed_package, parse_version)
 
-__all__ = ["KNOWN_PACKAGES", "LineFacts", "TargetEnvironment", "parse_assumed_capability",
+__all__ = ["KNOWN_PACKAGES", "ReleaseData", "TargetEnvironment", "parse_assumed_capability",
            "parse_assumed_memory",
            "parse_assumed_package", "parse_version"]

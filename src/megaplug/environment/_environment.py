@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from typing import Any, Mapping
 
 _NOT_ASKED = object()
+#: What to do about a kernel whose flag table is for another line than its target's.
+OTHER_LINE_HINT = ("resolve with the kernel of the target's line: megaplug.load(target=TARGET) "
+                   "or megaplug.resolve(argv, target=TARGET)")
 
 #: Import names whose distribution is spelled differently on PyPI.
 _DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
@@ -91,7 +94,22 @@ def parse_assumed_package(item: str, known: tuple[str, ...] = KNOWN_PACKAGES,
     if not (_is_release(version) or re.match(_VERSION, version)):
         raise ValueError(f"--assume {item!r}: {version!r} is not a version (give one such as "
                          "2.17.1, 2.7.0.dev0 or 1.0rc1, or none for not installed)")
+    if name == "megatron_core":
+        _check_megatron_version(item, version)
     return name, version
+
+
+def _check_megatron_version(item: str, version: str) -> None:
+    """A Megatron version is read by the one mapping from versions to release lines: one it
+    cannot read as a version is refused here, as a resolve would refuse it (an unsupported
+    but well-formed one, 0.12.9, is the resolve's problem, with everything else)."""
+    from ._releases import line_of
+
+    stated = line_of(version, "as stated")
+    unreadable = line_of("not-a-version", "as stated")
+    if stated.problem and stated.problem.replace(repr(version), "") == \
+            unreadable.problem.replace(repr("not-a-version"), ""):  # type: ignore[union-attr]
+        raise ValueError(f"--assume {item!r}: {stated.problem}")
 
 
 def parse_assumed_capability(text: str) -> tuple[int, int] | None:
@@ -153,6 +171,7 @@ class TargetEnvironment(MutableRecord):
         own_process: bool = False,
     ) -> None:
         self.packages: dict[str, str | None] = {} if packages is None else packages
+        _check_packages(self.packages)
         self.device_capability = device_capability
         self.environ = environ
         self.own_process = own_process
@@ -200,29 +219,30 @@ class TargetEnvironment(MutableRecord):
             return f"requires {wanted}, found {found}"
         return None
 
-    # -- the Megatron release line (see _releases) -------------------------------------------
+    # -- the Megatron release (see _releases) ------------------------------------------------
 
     def line_choice(self, package: str = "megatron_core") -> Any:
-        """The release line of ``package`` this target runs and where it came from (a
-        :class:`~megaplug.environment._releases.LineChoice`); only Megatron has lines."""
+        """The measured release of ``package`` this target runs and where it came from (a
+        :class:`~megaplug.environment._releases.LineChoice`); only Megatron has releases."""
         from ._releases import PACKAGE, choose_line
 
         if package != PACKAGE:
-            raise ValueError(f"no release lines are known for {package!r}")
+            raise ValueError(f"no measured releases are known for {package!r}")
         if self._line is None:
             self._line = choose_line(self.packages)
         return self._line
 
     def release_line(self, package: str = "megatron_core") -> str:
-        """The line label: ``"0.13"`` ... ``"0.19"``, ``"main"`` or ``"seed"``."""
+        """The measured release in force: ``"0.13.0"`` ... ``"0.19.2"``, ``"main"`` or
+        ``"seed"``."""
         return self.line_choice(package).line  # type: ignore[no-any-return]
 
     def release_source(self, package: str = "megatron_core") -> str:
-        """The line and where it came from, in words (``megaplug list`` / ``explain``)."""
+        """The release and where it came from, in words (``megaplug list`` / ``explain``)."""
         return self.line_choice(package).describe()  # type: ignore[no-any-return]
 
     def release_lines(self) -> dict[str, str]:
-        """Every package's line, as the kernel keys its flag table on them."""
+        """Every package's release in force, as the kernel keys its flag table on them."""
         from ._releases import PACKAGE
 
         return {PACKAGE: self.release_line(PACKAGE)}
@@ -230,20 +250,28 @@ class TargetEnvironment(MutableRecord):
     def line_problems(self) -> list[tuple[str, bool]]:
         """What a resolve reports about the target's Megatron version: ``(message, True)``
         for one megaplug cannot target (older, or no version), ``(message, False)`` for one
-        newer than every line it knows (resolved as the newest)."""
+        newer than every release it knows (resolved as the newest)."""
         choice = self.line_choice()
         return [(message, is_problem) for message, is_problem in (
             (choice.problem, True), (choice.warning, False)) if message]
 
-    def line_at_least(self, package: str, line: str) -> bool:
-        """Whether the target's line of ``package`` is ``line`` or a later one."""
-        from ._releases import line_index
+    def other_line_than(self, lines: Mapping[str, str]) -> str | None:
+        """Why a flag table for ``lines`` does not fit this target (its flags, defaults and
+        rules would silently be another release's), or ``None`` when it does."""
+        if self.release_lines() == dict(lines):
+            return None
+        shown = [", ".join(f"{package} {line}" for package, line in sorted(chosen.items()))
+                 for chosen in (lines, self.release_lines())]
+        return f"this kernel's flag table is for {shown[0]}, but the target runs {shown[1]}"
 
-        return line_index(self.release_line(package)) >= line_index(line)
+    @property
+    def megatron(self) -> Any:
+        """The megatron-core release this target runs, for rule conditions
+        (:class:`~megaplug.environment._releases.MegatronRelease`:
+        ``config.env.megatron.at_least("0.18.0")``, ``.between("0.16.0", "0.17.1")``)."""
+        from ._releases import MegatronRelease
 
-    def line_before(self, package: str, line: str) -> bool:
-        """Whether the target's line of ``package`` is older than ``line``."""
-        return not self.line_at_least(package, line)
+        return MegatronRelease(self.release_line())
 
     def capability(self) -> tuple[int, int] | None:
         """The target GPU's compute capability, or ``None`` when there is no GPU."""
@@ -254,7 +282,6 @@ class TargetEnvironment(MutableRecord):
                 os.environ if self.environ is None else self.environ)
         return self.device_capability  # type: ignore[return-value]
 
-
     def memory(self) -> int | None:
         """Bytes of memory of the target GPU (NVML's total of the first visible device),
         or ``None`` when unknown (no GPU here and none stated)."""
@@ -264,6 +291,23 @@ class TargetEnvironment(MutableRecord):
             self.device_memory = local_device_memory(
                 os.environ if self.environ is None else self.environ)
         return self.device_memory  # type: ignore[return-value]
+
+
+def _check_packages(packages: Any) -> None:
+    """``TargetEnvironment(packages=...)`` maps import names to version text or ``None``;
+    anything else is the caller's mistake, named (a version ``0.17`` written as a float
+    would read as ``0.17`` but ``0.10`` as ``0.1``: it is never guessed)."""
+    if not isinstance(packages, dict):
+        raise TypeError(f"packages must be a dict of import name -> version text (or None), "
+                        f"not {type(packages).__name__}")
+    for name, version in packages.items():
+        if not isinstance(name, str):
+            raise TypeError(f"packages: {name!r} is a {type(name).__name__}, not an import "
+                            "name (text)")
+        if version is not None and not isinstance(version, str):
+            raise TypeError(f"packages[{name!r}] is {version!r}, a {type(version).__name__}; "
+                            f"a version is text (packages={{{name!r}: '0.17.1'}}), or None "
+                            "for not installed")
 
 
 _MEMORY_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,

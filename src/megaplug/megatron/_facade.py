@@ -102,7 +102,10 @@ def _parse(extra_args_provider: Callable[[Any], Any] | None, ignore_unknown_args
            argv: Sequence[str] | None, environ: Mapping[str, str] | None,
            target: TargetEnvironment | None = None,
            ) -> argparse.Namespace:
-    tokens = list(sys.argv[1:] if argv is None else argv)
+    from ..sources._config_files import command_line_tokens
+
+    # one rule with megaplug.resolve: a list of str (a path as its text), never one str
+    tokens = command_line_tokens(sys.argv[1:] if argv is None else argv, "argv")
     env = os.environ if environ is None else environ
     provider_problems: list[Problem] = []
     provider, tokens = _take_script_flags(extra_args_provider, tokens, provider_problems)
@@ -135,16 +138,16 @@ def _parse(extra_args_provider: Callable[[Any], Any] | None, ignore_unknown_args
     return args
 
 
-#: The first Megatron release line whose parse_args records whether --global-batch-size was
-#: given (``_is_global_batch_size_explicitly_specified``); older lines' namespaces lack it.
-_GIVEN_GLOBAL_BATCH_LINE = "0.18"
+#: The first Megatron release whose parse_args records whether --global-batch-size was
+#: given (``_is_global_batch_size_explicitly_specified``); older releases' namespaces lack it.
+_GIVEN_GLOBAL_BATCH_RELEASE = "0.18.0"
 
 
 def _records_given_global_batch(kernel: Kernel) -> bool:
-    from ..environment._releases import NEWEST, line_index
+    from ..environment._releases import NEWEST, MegatronRelease
 
-    line = kernel.lines.get("megatron_core", NEWEST)
-    return line_index(line) >= line_index(_GIVEN_GLOBAL_BATCH_LINE)
+    release = MegatronRelease(kernel.lines.get("megatron_core", NEWEST))
+    return release.at_least(_GIVEN_GLOBAL_BATCH_RELEASE)
 
 
 def _take_script_flags(extra_args_provider: Callable[[Any], Any] | None,
@@ -247,8 +250,8 @@ def validate_args(
     env = os.environ if environ is None else environ
     state, values, lacking = read_namespace(args, env, target, _as_megaplug_values)
     kernel = state.kernel
-    provenance = _provenance_for(values, state, kernel)
     sink = state.problems if state.problems is not None else ProblemSink()
+    provenance = _provenance_for(values, state, kernel, sink)
     command_line_problems, state.problems = bool(sink.problems), None
     if lacking is not None:  # once, not as each rule that reads one failing
         _raise([*sink.problems, lacking], None, command_line_problems, sink.warnings)
@@ -384,9 +387,10 @@ class _StandIns:
         return self.by_path.get(f"{enum_class.__module__}:{enum_class.__qualname__}")
 
 
-def _provenance_for(values: Mapping[str, Any], state: NamespaceState,
-                    kernel: Kernel) -> dict[str, Provenance]:
-    """Provenance as parsed, except for what the caller changed on the namespace since."""
+def _provenance_for(values: dict[str, Any], state: NamespaceState, kernel: Kernel,
+                    sink: ProblemSink) -> dict[str, Provenance]:
+    """Provenance as parsed, except for what the caller changed on the namespace since
+    (each such value checked: :func:`_check_caller_edits`)."""
     provenance = dict(state.provenance)
     for key, value in values.items():
         record = provenance.get(key)
@@ -394,7 +398,28 @@ def _provenance_for(values: Mapping[str, Any], state: NamespaceState,
                               and state.parsed[key] != value):
             provenance[key] = Provenance("caller-default", _CALLER_EDIT, kernel.table.owner(key),
                                          previous=record, value=value)
+    _check_caller_edits(values, provenance, kernel, sink)
     return provenance
+
+
+def _check_caller_edits(values: dict[str, Any], provenance: Mapping[str, Provenance],
+                        kernel: Kernel, sink: ProblemSink) -> None:
+    """Text the caller set on the namespace between parse and validate for a number
+    setting is a problem naming the setting, never a rule's TypeError: the namespace holds
+    parsed values, so ``"4"`` is refused, not parsed. Any other value stays as set, for the
+    plugins to judge as Megatron's code would meet it (a bare string where the command line
+    makes a list, a dotted enum name). A refused one is left in doubt: its knock-ons (a
+    rule raising on it) are not reported."""
+    for key, record in provenance.items():
+        spec = kernel.table.by_dest.get(key, [None])[0]
+        value = values.get(key)
+        if (record.detail != _CALLER_EDIT or spec is None or not isinstance(value, str)
+                or spec.type not in (int, float) or spec.nargs is not None):
+            continue
+        sink.add(Problem(f"{key} {_CALLER_EDIT} is the text {_errors.shorten(repr(value), 100)}"
+                         f", not {'an int' if spec.type is int else 'a float'}",
+                         (spec.primary,), f"set args.{key} to a number", spec.plugin))
+        sink.doubtful.add(key)
 
 
 def parse_and_validate_args(

@@ -96,9 +96,24 @@ class ProviderFlags:
             problems.append(Problem(f"command line: {exc}", plugin=PROVIDER,
                                     hint="check the flags the entry script adds"))
             self._namespace, self._given = None, set()
-            options = {option for action in self.actions for option in action.option_strings}
-            return [token for token in tokens if token.split("=", 1)[0] not in options]
+            return self._without_own_flags(tokens)
         return rest
+
+    def _without_own_flags(self, tokens: Sequence[str]) -> list[str]:
+        """``tokens`` less the provider's flags and their values, split as megaplug splits
+        a command line: a bad value is the provider's one problem, not also a stray token."""
+        from .._options import spec_from_argparse
+        from ..sources._command_line import split
+
+        options: dict[str, Any] = {}
+        for action in self.actions:
+            for option in action.option_strings:
+                options[option] = spec_from_argparse(
+                    (option,), {"nargs": action.nargs} if action.nargs != 0 else
+                    {"action": "store_true"}, PROVIDER)
+        taken = {index for occurrence in split(tokens, options).occurrences
+                 for index in range(occurrence.start, occurrence.end)}
+        return [token for index, token in enumerate(tokens) if index not in taken]
 
     def merge(self, values: dict[str, Any], provenance: dict[str, Provenance],
               owner: Callable[[str], str | None]) -> None:

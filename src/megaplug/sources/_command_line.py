@@ -26,22 +26,28 @@ HELP_TOKENS = ("-h", "--help")
 
 
 class Occurrence(MutableRecord):
-    """One use of a flag: the spec, the spelling used and the raw value(s) given."""
+    """One use of a flag: the spec, the spelling used and the raw value(s) given, and the
+    tokens of the command line it took (``tokens[start:end]``, the flag's own first), so
+    that a rewrite can keep them exactly as written (``--lr=-1``)."""
 
-    __slots__ = ("spec", "spelling", "raw")
+    __slots__ = ("spec", "spelling", "raw", "start", "end")
 
-    def __init__(self, spec: FlagSpec, spelling: str, raw: str | list[str] | None) -> None:
+    def __init__(self, spec: FlagSpec, spelling: str, raw: str | list[str] | None,
+                 start: int = 0, end: int = 0) -> None:
         self.spec, self.spelling, self.raw = spec, spelling, raw
+        self.start, self.end = start, end
 
 
 class Tokens(MutableRecord):
-    """A split command line: flag occurrences, unknown tokens and argparse-style errors."""
+    """A split command line: flag occurrences, unknown tokens (and where each stands in the
+    command line, ``unknown_at``) and argparse-style errors."""
 
-    __slots__ = ("occurrences", "unknown", "errors", "wants_help")
+    __slots__ = ("occurrences", "unknown", "unknown_at", "errors", "wants_help")
 
     def __init__(self) -> None:
         self.occurrences: list[Occurrence] = []
         self.unknown: list[str] = []
+        self.unknown_at: list[int] = []
         self.errors: list[str] = []
         self.wants_help = False
 
@@ -91,6 +97,7 @@ def split(argv: Sequence[str], options: Mapping[str, FlagSpec]) -> Tokens:
         if kind != "O":
             if kind == "A":
                 result.unknown.append(token)
+                result.unknown_at.append(index - 1)
             continue
         if token in HELP_TOKENS:
             result.wants_help = True
@@ -101,6 +108,7 @@ def split(argv: Sequence[str], options: Mapping[str, FlagSpec]) -> Tokens:
         spec = options.get(spelling)
         if spec is None:
             result.unknown.append(token)
+            result.unknown_at.append(index - 1)
             continue
         index = _take_values(spec, spelling, explicit, tokens, kinds, index, result)
     return result
@@ -114,14 +122,15 @@ _ARITY: dict[str | None, tuple[int, int | None]] = {None: (1, 1), "?": (0, 1), "
 def _take_values(spec: FlagSpec, spelling: str, explicit: str | None, tokens: list[str],
                  kinds: list[str], index: int, result: Tokens) -> int:
     """Record one occurrence of ``spec``; returns the index of the next unread token."""
+    start = index - 1
     nargs = spec.nargs
     if not spec.takes_value or explicit is not None:
         if not spec.takes_value and explicit is not None:
             result.errors.append(f"argument {spelling}: ignored explicit argument {explicit!r}")
         elif not spec.takes_value or nargs in (None, "?"):
-            result.occurrences.append(Occurrence(spec, spelling, explicit))
+            result.occurrences.append(Occurrence(spec, spelling, explicit, start, index))
         elif nargs in ("+", "*", 1):
-            result.occurrences.append(Occurrence(spec, spelling, [explicit]))
+            result.occurrences.append(Occurrence(spec, spelling, [explicit], start, index))
         else:
             result.errors.append(f"argument {spelling}: {_expected(nargs)}")
         return index
@@ -135,5 +144,5 @@ def _take_values(spec: FlagSpec, spelling: str, explicit: str | None, tokens: li
         return index + (available if isinstance(nargs, int) else 0)
     values = tokens[index:index + taken]
     raw = (values[0] if values else None) if nargs in (None, "?") else values
-    result.occurrences.append(Occurrence(spec, spelling, raw))
+    result.occurrences.append(Occurrence(spec, spelling, raw, start, index + taken))
     return index + taken

@@ -53,8 +53,12 @@ def reference_problems(records: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 def unresolved(plugin: str, what: str, reference: str, error: BaseException) -> str:
     """Why ``plugin``'s ``what`` (a ``module:NAME`` reference) names nothing, with the
-    nearest name that module or its package has."""
+    nearest name that module or its package has; a group that imports but holds no list of
+    rules is named as such, with what it holds."""
     import importlib
+
+    if isinstance(error, RuleTableError):
+        return f"plugin {plugin!r}: {what}: {error}"
 
     module_name, _, name = reference.partition(":")
     try:
@@ -78,3 +82,25 @@ def unresolved(plugin: str, what: str, reference: str, error: BaseException) -> 
             break
     return (f"plugin {plugin!r}: {what} names nothing that can be imported "
             f"({type(error).__name__}: {error}){found}")
+
+
+class RuleTableError(TypeError):
+    """A group of rules that imports but holds something other than a list of rules."""
+
+
+def checked_rule_table(group: str, functions: Any) -> list[Any]:
+    """What a group of rules (``"module:NAME"``) names, if it is a list of rules; else
+    :class:`RuleTableError` saying what it holds (never a "did you mean" of the name
+    written: the name is right, its value is not)."""
+    if not isinstance(functions, (list, tuple)):
+        raise RuleTableError(f"{group} is {_shown(functions)}, not a list of rules")
+    for index, function in enumerate(functions):
+        if not callable(function):
+            raise RuleTableError(f"{group}[{index}] is {_shown(function)}, not a rule (a "
+                                 "function taking the configuration)")
+    return list(functions)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return f"{text if len(text) <= 60 else text[:57] + '...'} (a {type(value).__name__})"

@@ -108,3 +108,53 @@ class PluginSelection(MutableRecord):
 
 #: A plugin name: an entry point's name (``[\w.-]+`` by the entry-point spec) or a module's.
 _PLUGIN_NAME = r"^[\w.-]+$"  # compiled when first used
+
+
+#: The feature-plugin distributions this project ships (``plugins/megaplug-*``; a test holds
+#: the list to that directory). With the built-ins they are loaded, ordered and declared
+#: before any other plugin, so a third party's plugin that claims one of their names or
+#: flags, or contradicts their order, is the one refused: a newcomer cannot break them.
+SHIPPED_DISTRIBUTIONS = frozenset({
+    "megaplug-distillation", "megaplug-fsdp", "megaplug-gtp", "megaplug-inference",
+    "megaplug-kitchen", "megaplug-memory", "megaplug-mla", "megaplug-moe",
+    "megaplug-preflight", "megaplug-rl"})
+
+
+def is_shipped(record: Any) -> bool:
+    """Whether a plugin (its record) is a built-in or one megaplug ships: never the one
+    refused when another plugin claims its name or flags, or contradicts its order."""
+    return record.source == "builtin" or record.distribution in SHIPPED_DISTRIBUTIONS
+
+
+def shipped_first(entry_points: Iterable[Any]) -> list[Any]:
+    """The entry points, the shipped distributions' first (each group in its own order)."""
+    return sorted(entry_points, key=lambda entry: entry.distribution not in
+                  SHIPPED_DISTRIBUTIONS)
+
+
+def is_plugin_name(name: Any) -> bool:
+    """Whether ``name`` can be written after ``-p`` / ``-p no:`` and in ``MEGAPLUG_DISABLE``."""
+    return isinstance(name, str) and re.fullmatch(_PLUGIN_NAME, name) is not None
+
+
+def name_refusal(name: str, holder: str | None, own_name: str) -> str:
+    """Why a plugin is refused its ``name``: another plugin (``holder``, described) has it,
+    or it cannot be written after ``-p no:``."""
+    if holder is None:
+        return (f"its name {name!r} cannot be blocked with -p no:NAME (a plugin name is "
+                "letters, digits and _ . - only); rename it in its PluginInfo")
+    return (f"its PluginInfo names it {name!r}, which plugin {holder} already has; rename "
+            f"it in its PluginInfo (block it with -p no:{own_name})")
+
+
+#: Option strings megaplug takes out of a command line before any plugin sees it.
+_READ_BY_MEGAPLUG = {"--config": "config files", "--no-autoload": "the plugin selection",
+                 "-h": "help", "--help": "help", "--": "the end of the options"}
+
+
+def read_by_megaplug(option: str) -> str | None:
+    """What megaplug reads ``option`` as, if it is one of its own, so no plugin may declare
+    it: ``-p`` and anything ``-p`` begins (``-pNAME`` is ``-p NAME``) select plugins."""
+    if option.startswith("-p") and not option.startswith("--"):
+        return "the plugin selection: -p NAME, -pNAME"
+    return _READ_BY_MEGAPLUG.get(option.partition("=")[0])

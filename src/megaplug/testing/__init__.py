@@ -124,24 +124,70 @@ def named_rules(plugin: Any) -> dict[str, list[str]]:
 
 
 def check_plugin(package: str) -> list[str]:
-    """What is wrong with an installed plugin as a declaration (``[]``: nothing): importing
-    its package loads more than its ``__init__`` (keep ``__init__`` free of imports: name
-    the options and rules by reference), or a name in its ``PluginInfo`` -- options, a
-    group of rules, a superseded rule, an ordering -- names nothing (checked with the
-    built-ins and every installed plugin, as a resolve would)."""
+    """What is wrong with an installed plugin as a declaration (``[]``: nothing): it cannot
+    be imported; importing its package loads more than its ``__init__`` (keep ``__init__``
+    free of imports: name the options and rules by reference); it is refused beside the
+    built-ins and every installed plugin (a name, a flag or an order another plugin has:
+    the plugin checked is the newcomer); or a name in its ``PluginInfo`` -- options, a
+    group of rules, a superseded rule, an ordering -- names nothing, as a resolve finds."""
     import importlib
 
-    from .._api import load
     from .._plugins import PluginInfo
+    from .._startup import find_spec
 
+    try:
+        found_spec = find_spec(package)
+    except (ImportError, ValueError) as error:
+        found_spec, missing = None, f"{type(error).__name__}: {error}"
+    else:
+        missing = "no module of that name is on sys.path"
+    if found_spec is None:
+        return [f"{package} cannot be imported: {missing} (is the plugin installed, "
+                "pip install -e DIR?)"]
+    imported, failure = _imported_or_failure(package)
+    if failure is not None:
+        return [f"importing {package} fails: {failure}"]
     found = [f"importing {package} imports {name}: keep {package}/__init__.py free of "
              "imports, naming the options and rules by reference ('module:NAME')"
-             for name in _imported_by(package) if name != package]
+             for name in imported if name != package]
     module = importlib.import_module(package)
     info = getattr(module, "megaplug_plugin", None)
     if not isinstance(info, PluginInfo):
         return [*found, f"{package} has no megaplug_plugin = PluginInfo(...)"]
-    kernel, _ = load(environ={}, plugins=[module])
+    return [*found, *_refusals(module, info.name)]
+
+
+def _refusals(module: Any, name: str) -> list[str]:
+    """Why the plugin set of the built-ins, every installed plugin and ``module`` refuses
+    ``module`` (broken: a name, flag or order another has) or a name it gives."""
+    from .._errors import PluginError
+    from .._kernel import Kernel
+    from .._plugins import BROKEN, PluginSet
+    from ..sources._selection import PluginSelection
+
+    try:  # tolerant: an impossible order marks the plugins on it broken, as `list` does
+        kernel = Kernel(PluginSet(PluginSelection.from_environment({}), extra=[module],
+                                  tolerant=True))
+    except PluginError as error:
+        return [str(error)]
     kernel.check_references()
+    records = [record for record in kernel.plugins.records.values() if record.module is module]
+    names = {record.name for record in records} or {name}
+    found = [f"plugin {record.name!r} is broken: {record.reason}" for record in records
+             if record.status == BROKEN]
     return [*found, *(str(problem) for problem in kernel.setup_problems
-                      if problem.plugin == info.name)]
+                      if problem.plugin in names and not (
+                          problem.message.startswith(f"plugin {problem.plugin!r} (")
+                          and " is broken: " in problem.message))]
+
+
+def _imported_or_failure(package: str) -> tuple[list[str], str | None]:
+    """(:func:`_imported_by`, None), or ([], the last line of the error) where importing
+    ``package`` in a fresh interpreter fails."""
+    import subprocess
+
+    try:
+        return _imported_by(package), None
+    except subprocess.CalledProcessError as error:
+        lines = [line for line in (error.stderr or "").splitlines() if line.strip()]
+        return [], lines[-1] if lines else f"exit status {error.returncode}"

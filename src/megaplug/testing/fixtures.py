@@ -45,13 +45,21 @@ def megaplug_reporter() -> str | None:
 
 @pytest.fixture
 def megaplug_kernel(megaplug_plugins: Sequence[object] | None) -> Any:
-    """The kernel of ``megaplug_plugins`` (made once per process and plugin set)."""
+    """The kernel of ``megaplug_plugins`` for this machine's Megatron release line (made
+    once per process, plugin set and line); ``resolve`` takes the one of the line its
+    target names (``resolve(..., packages={"megatron_core": "0.17.1"})``)."""
+    return _kernel_of(megaplug_plugins, None)
+
+
+def _kernel_of(plugins: Sequence[object] | None, target: Any) -> Any:
+    """The kernel of ``plugins`` (``None``: the built-ins and every installed plugin) whose
+    flag table is for ``target``'s release lines (``None``: this machine's)."""
     from .._api import load
 
-    if megaplug_plugins is None:
-        return load(environ={})[0]
-    return load(builtins=list(megaplug_plugins),
-                environ={"MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD": "1"})[0]
+    if plugins is None:
+        return load(environ={}, target=target)[0]
+    return load(builtins=list(plugins), environ={"MEGAPLUG_DISABLE_PLUGIN_AUTOLOAD": "1"},
+                target=target)[0]
 
 
 @pytest.fixture
@@ -69,8 +77,10 @@ def resolve(megaplug_kernel: Any, megaplug_plugins: Sequence[object] | None
             capability: tuple[int, int] | None = DEFAULT_CAPABILITY, **target: Any) -> Any:
         launch = TargetEnvironment(environ=dict(environ or {}), device_capability=capability,
                                    **target)
-        return megaplug_kernel.resolve([*core, *flags], environ=dict(environ or {}),
-                                       target=launch)
+        # a table is for one release line: a target naming another gets that line's kernel
+        kernel = megaplug_kernel if launch.release_lines() == megaplug_kernel.lines else \
+            _kernel_of(megaplug_plugins, launch)
+        return kernel.resolve([*core, *flags], environ=dict(environ or {}), target=launch)
 
     return run
 

@@ -26,16 +26,17 @@ if TYPE_CHECKING:
 _SHOWN_CHARS = 100
 
 
-def loaded_items(raw: Any, nargs: int | str, default: Any = None) -> list[Any]:
-    """A loaded value of a list setting as its items, as many as ``nargs`` allows: an int
-    exactly that many, ``+`` at least one (none only where that is the declared
-    ``default``, as a saved output writes it), ``*`` any; a value that is not a list is one
-    item (a text is not split at its spaces). ``ValueError`` says how many were expected."""
+def loaded_items(raw: Any, nargs: int | str) -> list[Any]:
+    """A loaded value of a list setting as its items, as many as ``nargs`` lets the command
+    line give (one conversion, one check): an int exactly that many, ``+`` at least one --
+    even where the declared default is empty, which the command line cannot give either
+    --, ``*`` any; a value that is not a list is one item (a text is not split at its
+    spaces). ``ValueError`` says how many were expected."""
     items = list(raw) if isinstance(raw, (list, tuple)) else [raw]
     if isinstance(nargs, int) and len(items) != nargs:
         raise ValueError(f"expected {nargs} value{'s' if nargs != 1 else ''}, got "
                          f"{len(items)}: {shorten(repr(raw), _SHOWN_CHARS)}")
-    if nargs == "+" and not items and not (isinstance(default, (list, tuple)) and not default):
+    if nargs == "+" and not items:
         raise ValueError("expected at least one value, got none")
     return items
 

@@ -1,6 +1,6 @@
 """The LoRA settings: one options class, one field per setting.
 
-Kept apart from the plugin module and imported inside ``add_args``: megaplug stores the
+Kept apart from the plugin module, named by ``PluginInfo(options=...)``: megaplug keeps the
 flag table it declared and builds later processes' tables from it, so a training rank
 never imports this module (nor ``dataclasses``).
 """

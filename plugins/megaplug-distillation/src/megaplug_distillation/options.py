@@ -10,8 +10,6 @@ from megaplug import Flag, options
 @options
 class DistillationOptions:
     """Flags for dumping a teacher's top logits and training a student on them."""
-    #: How these flags differ between Megatron release lines (generated data).
-    __megaplug_line_facts__ = "megaplug_distillation.megatron_releases:FACTS"
 
     logits_save_top_k: Optional[int] = Flag(
         default=None,

@@ -112,7 +112,7 @@ def derive_early_sharding(config: Draft) -> None:
     Megatron 0.13: the sharding strategy turns on the overlaps it needs, whatever the
     data-parallel implementation, and ``--use-custom-fsdp`` (Megatron-FSDP's name there)
     has requirements of its own (:func:`check_custom_fsdp`)."""
-    if not config.env.line_before("megatron_core", "0.14"):
+    if not config.env.megatron.before("0.14.0"):
         return
     strategy = config.data_parallel_sharding_strategy
     overlaps = {"optim_grads_params": ("overlap_param_gather", "overlap_grad_reduce"),
@@ -157,14 +157,14 @@ def derive_megatron_fsdp(config: Draft) -> None:
     """Check Megatron-FSDP's requirements and derive what it implies, in Megatron's order."""
     if not config.use_megatron_fsdp:
         # Megatron 0.13 names Megatron-FSDP --use-custom-fsdp: a flag of its own, kept
-        if config.env.line_at_least("megatron_core", "0.14"):
+        if config.env.megatron.at_least("0.14.0"):
             config.discard("use_custom_fsdp", reason="only set when Megatron-FSDP is used")
         return
     config.set("use_custom_fsdp", True, inputs=("use_megatron_fsdp",),
                reason="legacy name of --use-megatron-fsdp")
     # up to 0.17 Megatron-FSDP neither asks for the distributed optimizer nor turns it on,
     # and clears the MXFP8 grad-buffer reuse only with manual NCCL registration
-    early = config.env.line_before("megatron_core", "0.18")
+    early = config.env.megatron.before("0.18.0")
     if not early:
         check_version_and_distributed_optimizer(config)
     if not early or config.get("fsdp_manual_registration"):

@@ -18,8 +18,6 @@ _DTYPE_CHOICES = ("fp32", "bf16", "fp16", "auto")
 @options
 class FsdpOptions:
     """Flags that select and tune fully sharded data parallelism."""
-    #: How these flags differ between Megatron release lines (generated data).
-    __megaplug_line_facts__ = "megaplug_fsdp.megatron_releases:FACTS"
 
     use_megatron_fsdp: bool = Flag(
         default=False,

@@ -39,7 +39,7 @@ def derive_dtypes(config: Draft) -> None:
         if isinstance(value, str):
             config.set(dest, to_torch_dtype(value), inputs=(dest,),
                        reason="dtype name to torch dtype")
-    if config.env.release_line("megatron_core") in ("0.17", "0.18") \
+    if config.env.megatron.between("0.17.0", "0.18.2") \
             and config.get("grad_reduce_in_bf16"):
         config.set("megatron_fsdp_grad_comm_dtype", TorchDType("bfloat16"),
                    inputs=("grad_reduce_in_bf16",),

@@ -83,6 +83,14 @@ def disable_low_precision_gather(config: Draft) -> None:
                     "Transformer Engine >= 2.0", flags=("fp8_param_gather", "use_torch_fsdp2"))
     if config.get("fp4_param_gather", False) and not env.version_at_least("transformer_engine",
                                                                            "2.7.0.dev0"):
+        if env.megatron.before("0.17.1"):  # megatron-core 0.17.1 made the refusal a fallback
+            if env.knows_package("transformer_engine") or env.package_version(
+                    "transformer_engine") is not None:
+                config.error("--fp4-param-gather with --use-torch-fsdp2 requires Transformer "
+                             "Engine >= 2.7.0.dev0", flags=("fp4_param_gather", "use_torch_fsdp2"),
+                             hint="install Transformer Engine 2.7 or later, or drop "
+                                  "--fp4-param-gather")
+            return
         set_if_declared(config, "fp4_param_gather", False, inputs=("use_torch_fsdp2",),
                         reason="FSDP2 gathers FP4 params only with Transformer Engine >= 2.7")
         config.warn("--fp4-param-gather is turned off: FSDP2 gathers FP4 params only with "

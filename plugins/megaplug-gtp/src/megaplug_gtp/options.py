@@ -14,8 +14,6 @@ from megaplug import Computed, Flag, options
 @options
 class GtpOptions:
     """How many shards each weight is split into, and how GTP communicates."""
-    #: How these flags differ between Megatron release lines (generated data).
-    __megaplug_line_facts__ = "megaplug_gtp.megatron_releases:FACTS"
 
     tensor_parallel_num_weight_shards: Optional[int] = Flag(
         default=None,

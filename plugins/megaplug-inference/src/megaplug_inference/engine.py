@@ -55,8 +55,8 @@ def check_flashinfer_sampling_installed(config: Draft) -> None:
     without it (0.19 dropped the import; the sampler finds out at run time)."""
     backend = "inference_dynamic_batching_sampling_backend"
     env = config.env
-    if config.get(backend) != "flashinfer" or not env.line_at_least("megatron_core", "0.18") \
-            or env.line_at_least("megatron_core", "0.19"):
+    if config.get(backend) != "flashinfer" or not env.megatron.at_least("0.18.0") \
+            or env.megatron.at_least("0.19.0"):
         return
     problem = env.requirement_problem("flashinfer")
     if problem:
@@ -67,7 +67,7 @@ def check_flashinfer_sampling_installed(config: Draft) -> None:
 #: The first Megatron release line whose validation no longer asks dynamic batching for a
 #: KV-cache buffer size and 256-token blocks (chunks up to 0.14; and a guaranteed buffer
 #: fraction up to 0.15).
-UNCHECKED_BUFFER_LINE = "0.18"
+UNCHECKED_BUFFER_RELEASE = "0.18.0"
 
 
 def check_early_dynamic_batching_sizes(config: Draft) -> None:
@@ -77,7 +77,7 @@ def check_early_dynamic_batching_sizes(config: Draft) -> None:
     chunk) size that is a multiple of 256; up to 0.15 a guaranteed buffer fraction too."""
     env = config.env
     if not config.inference_dynamic_batching \
-            or env.line_at_least("megatron_core", UNCHECKED_BUFFER_LINE):
+            or env.megatron.at_least(UNCHECKED_BUFFER_RELEASE):
         return
     line = env.release_line("megatron_core")
     for name in ("inference_dynamic_batching_buffer_size_gb",
@@ -86,7 +86,7 @@ def check_early_dynamic_batching_sizes(config: Draft) -> None:
             config.error(f"--inference-dynamic-batching needs {config.spelling(name)} in "
                          f"Megatron {line}", flags=("inference_dynamic_batching", name),
                          hint=f"set {config.spelling(name)}")
-    size = "inference_dynamic_batching_chunk_size" if env.line_before("megatron_core", "0.15") \
+    size = "inference_dynamic_batching_chunk_size" if env.megatron.before("0.15.0") \
         else "inference_dynamic_batching_block_size"
     if config[size] % 256:
         unit = "block" if size.endswith("block_size") else "chunk"
@@ -102,9 +102,10 @@ def check_line_iteration_graphs(config: Draft) -> None:
     full_iteration``) by what runs: training needs --no-check-for-nan-in-loss-and-grad,
     dynamic-batching inference refuses FP8. (0.14 and 0.17 check the first alone: the
     training plugin's ``cuda_graphs.check_line_full_iteration_scope``.)"""
-    line = config.env.release_line("megatron_core")
-    if line not in ("0.15", "0.16") or config.get("cuda_graph_impl") != "local":
+    if not config.env.megatron.between("0.15.0", "0.16.1") \
+            or config.get("cuda_graph_impl") != "local":
         return
+    line = config.env.release_line("megatron_core")
     scope = config.get("cuda_graph_scope")
     if not (scope == "full_iteration" or (isinstance(scope, list) and any(
             getattr(item, "name", item) == "full_iteration" for item in scope))):

@@ -227,8 +227,6 @@ class InferenceEngineOptions:
 @options
 class InferenceOptions(InferenceEngineOptions, InferenceModelOptions):
     """Every inference setting declared as a flag with a type (see ``declare``)."""
-    #: How these flags differ between Megatron release lines (generated data).
-    __megaplug_line_facts__ = "megaplug_inference.megatron_releases:FACTS"
 
 
 def declare(flags: FlagDeclarations) -> None:

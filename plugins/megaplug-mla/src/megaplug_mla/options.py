@@ -14,8 +14,6 @@ from megaplug import Flag, options
 @options
 class MlaOptions:
     """Multi-latent attention (low-rank query/key/value projections) and its RoPE scaling."""
-    #: How these flags differ between Megatron release lines (generated data).
-    __megaplug_line_facts__ = "megaplug_mla.megatron_releases:FACTS"
 
     multi_latent_attention: bool = Flag(
         default=False,

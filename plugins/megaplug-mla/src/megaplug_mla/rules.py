@@ -54,7 +54,7 @@ DERIVATIONS: tuple[Callable[[Draft], None], ...] = (hybrid_mla_layers_enable_mla
 def mla_excludes_group_query_attention(config: Draft) -> None:
     """MLA replaces grouped key/value heads with a latent projection; both cannot apply
     (Megatron checks this from 0.16)."""
-    if config.env.line_before("megatron_core", "0.16"):
+    if config.env.megatron.before("0.16.0"):
         return
     if config.multi_latent_attention and config.get("group_query_attention"):
         config.error("--multi-latent-attention and --group-query-attention cannot be used "

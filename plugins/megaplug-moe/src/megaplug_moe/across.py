@@ -50,7 +50,7 @@ def graphed_router_with_delayed_wgrad(config: Draft) -> None:
     needs Transformer Engine 2.12 and gradient accumulation fusion. (With attention graphed
     too, the parallel plugin reports the same needs for attention: once, as Megatron.)"""
     if not (config.get("delay_wgrad_compute") and config.get("overlap_grad_reduce")) \
-            or config.env.line_before("megatron_core", "0.17"):
+            or config.env.megatron.before("0.17.0"):
         return
     modules = {str(getattr(m, "name", m)) for m in config.get("cuda_graph_modules") or []}
     if "moe_router" not in modules or "attn" in modules:
@@ -92,7 +92,7 @@ def early_moe_limits(config: Draft) -> None:
     """Megatron before 0.16 ran MoE in fewer shapes: grouped GEMM only in bf16, expert
     parallelism not in fp16, and no custom --spec for an MoE model."""
     env = config.env
-    if not env.line_before("megatron_core", "0.16"):
+    if not env.megatron.before("0.16.0"):
         return
     line = env.release_line("megatron_core")
     if config.moe_grouped_gemm and not config.get("bf16"):

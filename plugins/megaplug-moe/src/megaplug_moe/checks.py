@@ -138,16 +138,17 @@ def graphed_expert_parallelism_pads_experts(config: Draft) -> None:
     Megatron 0.16 and 0.17: local CUDA graphs with expert parallelism need
     ``--moe-pad-experts-for-cuda-graph-inference`` (0.17: not with the inference-optimized
     layers)."""
-    line = config.env.release_line("megatron_core")
-    if line not in ("0.16", "0.17") or config.get("cuda_graph_impl") != "local" \
+    if not config.env.megatron.between("0.16.0", "0.17.1") \
+            or config.get("cuda_graph_impl") != "local" \
             or config.expert_model_parallel_size <= 1 \
             or config.moe_pad_experts_for_cuda_graph_inference:
         return
-    if line == "0.17" and config.get("transformer_impl") == "inference_optimized":
+    if config.env.megatron.at_least("0.17.0") \
+            and config.get("transformer_impl") == "inference_optimized":
         return
     config.error(f"local CUDA graphs with expert parallelism (--expert-model-parallel-size "
                  f"{config.expert_model_parallel_size}) need "
-                 f"--moe-pad-experts-for-cuda-graph-inference in Megatron {line}",
+                 f"--moe-pad-experts-for-cuda-graph-inference in Megatron {config.env.megatron}",
                  flags=("cuda_graph_impl", "expert_model_parallel_size",
                         "moe_pad_experts_for_cuda_graph_inference"),
                  hint="add --moe-pad-experts-for-cuda-graph-inference")

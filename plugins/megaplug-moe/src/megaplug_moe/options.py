@@ -29,8 +29,6 @@ LOAD_BALANCING_TYPES = (
 @options
 class MoeOptions:
     """Mixture-of-experts settings: experts, routing, dispatch, kernels, tracing."""
-    #: How these flags differ between Megatron release lines (generated data).
-    __megaplug_line_facts__ = "megaplug_moe.megatron_releases:FACTS"
 
     # -- experts and expert parallelism ----------------------------------------------
     num_experts: Optional[int] = Flag(

@@ -172,13 +172,13 @@ def quantized_dispatch_needs_ncclep(config: Draft) -> None:
 
 #: The first Megatron release line whose configuration merges the two SM counts into one
 #: (``moe_flex_dispatcher_num_sms``); before it they are separate settings (0.16: 20 and 16).
-MERGED_SM_COUNTS_LINE = "0.19"
+MERGED_SM_COUNTS_RELEASE = "0.19.0"
 
 
 def deprecated_sm_counts_agree(config: Draft) -> None:
     """The two deprecated SM-count flags stand for one setting; they must not disagree."""
     if (config.get("moe_flex_dispatcher_num_sms") is not None
-            or config.env.line_before("megatron_core", MERGED_SM_COUNTS_LINE)):
+            or config.env.megatron.before(MERGED_SM_COUNTS_RELEASE)):
         return
     deepep, hybridep = config.get("moe_deepep_num_sms"), config.get("moe_hybridep_num_sms")
     if deepep is not None and hybridep is not None and deepep != hybridep:

@@ -182,7 +182,7 @@ def generation_lag_at_least_minus_one(config: Draft) -> None:
     """A lag of -1 already keeps a single unit of generation work in flight (Megatron-LM
     main; 0.19 takes any lag)."""
     lag = config.rl_generation_lag
-    if _lag_is_given(config) and lag < -1 and config.env.line_at_least("megatron_core", "main"):
+    if _lag_is_given(config) and lag < -1 and config.env.megatron.at_least("main"):
         config.error(
             f"--rl-generation-lag {lag:g} must be >= -1",
             flags=("rl_generation_lag",),
@@ -203,7 +203,7 @@ def streamed_submission_needs_partial_rollouts(config: Draft) -> None:
     """Submitting groups or single rollouts streams them, which partial rollouts provide
     (Megatron 0.19 asks this of single rollouts, ``R``, only)."""
     granularity = config.rl_submission_granularity
-    if granularity == "G" and config.env.line_before("megatron_core", "main"):
+    if granularity == "G" and config.env.megatron.before("main"):
         return
     if granularity != "B" and not config.rl_partial_rollouts:
         config.error(

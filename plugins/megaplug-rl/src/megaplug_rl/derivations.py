@@ -58,7 +58,7 @@ def resolve_generation_lag(config: Draft) -> None:
 
 #: The lines whose RL run resolves parallel generations from --rl-num-parallel-generations,
 #: --rl-num-parallel-generation-batches or the deprecated --rl-parallel-generation-tasks.
-PARALLEL_GENERATION_LINES = ("0.17", "0.18")
+PARALLEL_GENERATION_RELEASES = ("0.17.0", "0.18.2")
 
 
 def resolve_parallel_generations(config: Draft) -> None:
@@ -67,7 +67,7 @@ def resolve_parallel_generations(config: Draft) -> None:
     Megatron 0.17 and 0.18: an RL run's parallel generation tasks and generation batch
     size, and whether generations keep their order (``rl_enforce_generation_order``)."""
     if not config.perform_rl_step \
-            or config.env.release_line("megatron_core") not in PARALLEL_GENERATION_LINES:
+            or not config.env.megatron.between(*PARALLEL_GENERATION_RELEASES):
         config.discard("rl_enforce_generation_order", reason="only 0.17 and 0.18 RL runs")
         return
     _take_deprecated_tasks(config)

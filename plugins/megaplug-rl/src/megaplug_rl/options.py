@@ -11,8 +11,6 @@ Granularity = Literal["R", "G", "B"]
 @options
 class RLOptions:
     """Flags of reinforcement-learning post-training (GRPO rollouts, refit, inference model)."""
-    #: How these flags differ between Megatron release lines (generated data).
-    __megaplug_line_facts__ = "megaplug_rl.megatron_releases:FACTS"
 
     perform_rl_step: bool = Flag(
         default=False,

@@ -20,7 +20,7 @@ def check_conversion_inputs(config: Draft) -> None:
     """Converting needs both a checkpoint to read and a place to write the result.
 
     validate_args asks from Megatron 0.18 on; older lines ask in initialize_megatron."""
-    if config.ckpt_convert_format is None or config.env.line_before("megatron_core", "0.18"):
+    if config.ckpt_convert_format is None or config.env.megatron.before("0.18.0"):
         return
     for dest, what in (("ckpt_convert_save", "the directory for the converted checkpoint"),
                        ("load", "the checkpoint to convert")):

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 GLOO_GATHERED_OPTIMIZERS = ("sgd", "adam")
 #: The first Megatron release line that saves synchronously without a persistent worker and
 #: skips the optimizer state of an evaluation-only run (docs/megatron-release-rules.md).
-SYNCHRONOUS_FALLBACK_LINE = "0.16"
+SYNCHRONOUS_FALLBACK_RELEASE = "0.16.0"
 
 
 def check_main_params_need_no_load_optim(config: Draft) -> None:
@@ -63,7 +63,7 @@ def derive_exit_on_missing_checkpoint(config: Draft) -> None:
 
     validate_args says so from Megatron 0.18 on; older lines' initialize_megatron does,
     after it."""
-    if config.env.line_before("megatron_core", "0.18"):
+    if config.env.megatron.before("0.18.0"):
         return
     if config.ckpt_convert_format is not None and not config.exit_on_missing_checkpoint:
         config.set("exit_on_missing_checkpoint", True, reason="converting a checkpoint",
@@ -71,14 +71,14 @@ def derive_exit_on_missing_checkpoint(config: Draft) -> None:
 
 
 #: The release lines with ``--no-stream-ckpt-dequant`` (generated facts: megatron_releases.py).
-STREAM_CKPT_DEQUANT_LINES = ("0.19",)
+STREAM_CKPT_DEQUANT_RELEASES = ("0.19.0", "0.19.2")
 
 
 def derive_stream_ckpt_dequant(config: Draft) -> None:
     """Streaming dequantisation of a loaded FP8 checkpoint recomputes a per-tensor scale per
     slice, which corrupts tensorwise-scaled weights: Megatron 0.19 falls back to the upfront
     dequantize pass."""
-    if (config.env.release_line("megatron_core") in STREAM_CKPT_DEQUANT_LINES
+    if (config.env.megatron.between(*STREAM_CKPT_DEQUANT_RELEASES)
             and config.fp8 and config.fp8_recipe == "tensorwise" and config.stream_ckpt_dequant):
         config.warn("--fp8-recipe tensorwise cannot use the streaming checkpoint dequantize "
                     "path: falling back to the upfront dequantize pass (pass "
@@ -96,7 +96,7 @@ def derive_use_dist_ckpt(config: Draft) -> None:
 def derive_async_save(config: Draft) -> None:
     """Asynchronous distributed saves need the persistent worker; without it save synchronously
     (from Megatron 0.16; older releases tried the asynchronous save anyway)."""
-    if config.env.line_before("megatron_core", SYNCHRONOUS_FALLBACK_LINE):
+    if config.env.megatron.before(SYNCHRONOUS_FALLBACK_RELEASE):
         return
     if config.use_dist_ckpt and config.async_save and not config.use_persistent_ckpt_worker:
         config.warn("--async-save needs --use-persistent-ckpt-worker; saving synchronously",
@@ -106,7 +106,10 @@ def derive_async_save(config: Draft) -> None:
 
 
 def derive_async_strategy(config: Draft) -> None:
-    """The nvrx strategy only serves asynchronous saves; synchronous runs report ``mcore``."""
+    """The nvrx strategy only serves asynchronous saves; synchronous runs report ``mcore``
+    (from megatron-core 0.17.1; 0.17.0 keeps the declared ``nvrx``)."""
+    if config.env.megatron.before("0.17.1"):
+        return
     if not config.async_save and config.async_strategy == "nvrx":
         config.set("async_strategy", "mcore", reason="checkpoints are saved synchronously",
                    inputs=("async_save",))
@@ -114,7 +117,7 @@ def derive_async_strategy(config: Draft) -> None:
 
 def derive_skip_train_no_load_optim(config: Draft) -> None:
     """Evaluation-only runs have no use for the optimizer state (from Megatron 0.16)."""
-    if config.env.line_before("megatron_core", SYNCHRONOUS_FALLBACK_LINE):
+    if config.env.megatron.before(SYNCHRONOUS_FALLBACK_RELEASE):
         return
     if config.get("skip_train") and not config.no_load_optim:
         config.warn("--skip-train turns on --no-load-optim", flags=("no_load_optim",))

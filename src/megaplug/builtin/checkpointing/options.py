@@ -18,8 +18,6 @@ Strictness = Literal["assume_ok_unexpected", "log_unexpected", "log_all", "raise
 @options
 class CheckpointingOptions:
     """Every flag of the ``checkpointing`` plugin, plus the computed ``use_dist_ckpt``."""
-    #: How these flags differ between Megatron release lines (generated data).
-    __megaplug_line_facts__ = "megaplug.builtin.checkpointing.megatron_releases:FACTS"
 
     # -- saving --------------------------------------------------------------------------
     save: Optional[str] = Flag(default=None, help="Directory to save checkpoints to.")

@@ -259,5 +259,3 @@ class SftOptions:
 @options
 class DataOptions(DataPathOptions, LoaderOptions, FimOptions, TokenizerOptions, SftOptions):
     """Every setting of the data plugin."""
-    #: How these flags differ between Megatron release lines (generated data).
-    __megaplug_line_facts__ = "megaplug.builtin.data.megatron_releases:FACTS"

@@ -39,10 +39,10 @@ def parse_phase_transitions(config: Draft) -> None:
         return
     config.set("phase_transition_iterations", iterations, reason="parsed and sorted",
                inputs=("phase_transition_iterations",))
-    line = config.env.release_line("megatron_core")
-    if line in ("0.16", "0.17") and config.get("rampup_batch_size") is not None:
+    if config.env.megatron.between("0.16.0", "0.17.1") \
+            and config.get("rampup_batch_size") is not None:
         config.error(f"multi-phase training (--phase-transition-iterations) does not support "
-                     f"--rampup-batch-size in Megatron {line}",
+                     f"--rampup-batch-size in Megatron {config.env.megatron}",
                      flags=("phase_transition_iterations", "rampup_batch_size"),
                      hint="drop --rampup-batch-size")
 

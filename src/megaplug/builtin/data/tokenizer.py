@@ -48,7 +48,7 @@ def derive_special_tokens_from_tiktoken(config: Draft) -> None:
     is not given; older lines keep them apart, later ones lack the old flag."""
     old = config.get("tiktoken_special_tokens")
     if not old or "tokenizer_special_tokens" not in config or config.tokenizer_special_tokens \
-            or config.env.line_before("megatron_core", "0.16"):
+            or config.env.megatron.before("0.16.0"):
         return
     config.warn("--tiktoken-special-tokens is deprecated; use --tokenizer-special-tokens",
                 flags=("tiktoken_special_tokens",))

@@ -19,8 +19,6 @@ DTypeSetting = Union[str, TorchDType]
 @options
 class ExperimentalOptions:
     """Every setting the experimental plugin declares."""
-    #: How these flags differ between Megatron release lines (generated data).
-    __megaplug_line_facts__ = "megaplug.builtin.experimental.megatron_releases:FACTS"
 
     enable_experimental: bool = Flag(
         default=False,

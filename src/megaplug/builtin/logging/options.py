@@ -138,5 +138,3 @@ class TelemetryOptions:
 @options
 class LoggingOptions(ValidationOptions, LogOptions, TelemetryOptions):
     """Every setting of the logging plugin."""
-    #: How these flags differ between Megatron release lines (generated data).
-    __megaplug_line_facts__ = "megaplug.builtin.logging.megatron_releases:FACTS"

@@ -32,7 +32,7 @@ def check_early_mtp_position_embedding(config: Draft) -> None:
             flags=("position_embedding_type", "mtp_num_layers"),
             hint="use --position-embedding-type rope or none, or drop the MTP layers")
     context_parallel = config.get("context_parallel_size", 1)
-    if context_parallel > 1 and config.env.line_before("megatron_core", "0.14"):
+    if context_parallel > 1 and config.env.megatron.before("0.14.0"):
         config.error(f"multi-token prediction does not support context parallelism "
                      f"(--context-parallel-size {context_parallel}) in Megatron 0.13",
                      flags=("mtp_num_layers", "context_parallel_size"),
@@ -131,7 +131,7 @@ def derive_rotary(config: Draft) -> None:
         config.set("position_embedding_type", "rope",
                    reason="--use-rotary-position-embeddings is the old spelling",
                    inputs=("use_rotary_position_embeddings",))
-    if config.env.line_before("megatron_core", "0.14"):
+    if config.env.megatron.before("0.14.0"):
         check_early_interleaved_rotary(config)
     if config.position_embedding_type != "rope":
         _set_foreign(config, "apply_rope_fusion", False, "no rotary position embeddings",

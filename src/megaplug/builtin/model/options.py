@@ -26,8 +26,6 @@ PositionEmbedding = Literal["learned_absolute", "rope", "yarn", "mrope", "relati
 @options
 class ModelOptions:
     """Every flag of the ``model`` plugin."""
-    #: How these flags differ between Megatron release lines (generated data).
-    __megaplug_line_facts__ = "megaplug.builtin.model.megatron_releases:FACTS"
 
     # -- network size ------------------------------------------------------------------
     num_layers: Optional[int] = Flag(

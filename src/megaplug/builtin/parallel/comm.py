@@ -158,7 +158,7 @@ def check_cuda_device_max_connections(config: Draft) -> None:
 def check_deterministic_parallelism(config: Draft) -> None:
     """Deterministic mode rules out the nondeterministic TP communication overlap kernels
     (Megatron 0.19 and later: its determinism set-up; earlier releases take both)."""
-    if config.env.line_before("megatron_core", "0.19"):
+    if config.env.megatron.before("0.19.0"):
         return
     if config.get("deterministic_mode") and config.tp_comm_overlap:
         config.error("--deterministic-mode cannot be used with --tp-comm-overlap: the overlapped "

@@ -150,19 +150,19 @@ def check_delay_wgrad_compute(config: Draft) -> None:
                      flags=("delay_wgrad_compute", "transformer_impl"),
                      hint="use the Transformer Engine implementation or drop the flag")
     env = config.env
-    if env.line_before("megatron_core", "0.14"):
+    if env.megatron.before("0.14.0"):
         if config.overlap_grad_reduce:
             config.error("--delay-wgrad-compute does not support --overlap-grad-reduce in "
                          "Megatron 0.13", flags=("delay_wgrad_compute", "overlap_grad_reduce"),
                          hint="drop --overlap-grad-reduce (Megatron 0.14 and later take both)")
         return
-    overlap_te = "2.7.0" if env.line_before("megatron_core", "0.15") else "2.8.0"
+    overlap_te = "2.7.0" if env.megatron.before("0.15.0") else "2.8.0"
     _require_te(config, config.overlap_grad_reduce, overlap_te, "with --overlap-grad-reduce",
                 ("delay_wgrad_compute", "overlap_grad_reduce"))
     if not config.get("gradient_accumulation_fusion", True):
         _require_te(config, True, "2.7.0", "without gradient accumulation fusion",
                     ("delay_wgrad_compute", "gradient_accumulation_fusion"))
-    if env.line_at_least("megatron_core", "0.17") and config.overlap_grad_reduce:
+    if env.megatron.at_least("0.17.0") and config.overlap_grad_reduce:
         _check_delay_wgrad_cuda_graphs(config)  # Megatron asks only while it overlaps
 
 

@@ -9,8 +9,6 @@ from megaplug import Computed, Flag, FromEnv, options
 @options
 class ParallelOptions:
     """Every setting the parallel plugin declares, derives or reads from the environment."""
-    #: How these flags differ between Megatron release lines (generated data).
-    __megaplug_line_facts__ = "megaplug.builtin.parallel.megatron_releases:FACTS"
 
     # -- process identity (environment) -------------------------------------------------
     rank: int = FromEnv("RANK", help="Global rank of this process.", default=0)

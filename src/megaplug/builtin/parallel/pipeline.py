@@ -59,7 +59,7 @@ def derive_virtual_pipeline(config: Draft) -> None:
             return  # the experimental plugin derived it from the pattern's segments
         vpp = None
     from_flags = chosen and config.pipeline_model_parallel_layout is None
-    if vpp == 1 and (not from_flags or config.env.line_at_least("megatron_core", "0.14")):
+    if vpp == 1 and (not from_flags or config.env.megatron.at_least("0.14.0")):
         vpp = None  # Megatron 0.13 keeps a single virtual stage the flags ask for
     config.set("virtual_pipeline_model_parallel_size", vpp, inputs=tuple(chosen) or (
         "pipeline_model_parallel_size",))

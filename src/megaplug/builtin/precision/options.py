@@ -11,8 +11,6 @@ from megaplug import Computed, Flag, TorchDType, options
 @options
 class PrecisionOptions:
     """Every setting the precision plugin declares or derives."""
-    #: How these flags differ between Megatron release lines (generated data).
-    __megaplug_line_facts__ = "megaplug.builtin.precision.megatron_releases:FACTS"
 
     # -- parameter precision --------------------------------------------------------------
     fp16: bool = Flag(default=False, help="Train with fp16 parameters and dynamic loss scaling.")

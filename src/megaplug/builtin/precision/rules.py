@@ -139,7 +139,7 @@ def check_low_precision_formats(config: Draft) -> None:
 
 #: The first line whose validation asks FP4 parameter gathers for sharded parameters (the
 #: seed's; Megatron 0.15 through main at d98e8a64dd check only FP8's).
-FP4_SHARDING_LINE = "seed"
+FP4_SHARDING_RELEASE = "seed"
 
 
 def check_param_gather_sharding(config: Draft) -> None:
@@ -148,8 +148,7 @@ def check_param_gather_sharding(config: Draft) -> None:
     The distributed optimizer shards them (a feature that shards parameters itself takes
     this rule over); FP4's gathers ask for it only in the seed line."""
     for name in ("fp8_param_gather", "fp4_param_gather"):
-        if name == "fp4_param_gather" and config.env.line_before("megatron_core",
-                                                                 FP4_SHARDING_LINE):
+        if name == "fp4_param_gather" and config.env.megatron.before(FP4_SHARDING_RELEASE):
             continue  # every release up to main takes unsharded FP4 parameter gathers
         if config[name] and not _distributed_optimizer_before_freeze(config):
             config.error(f"{config.spelling(name)} needs sharded parameters: "
@@ -170,7 +169,7 @@ def check_mxfp8_inference(config: Draft) -> None:
 
     Checked from Megatron 0.17 on."""
     if config.fp8_recipe != "mxfp8" or config.get("transformer_impl") != "inference_optimized" \
-            or config.env.line_before("megatron_core", "0.17"):
+            or config.env.megatron.before("0.17.0"):
         return
     problem = config.env.requirement_problem("flashinfer", "0.6.4")
     if problem:

@@ -150,5 +150,3 @@ class StorageOptions:
 @options
 class ResilienceOptions(RestartOptions, MonitoringOptions, FaultInjectorOptions, StorageOptions):
     """Every setting of the resilience plugin."""
-    #: How these flags differ between Megatron release lines (generated data).
-    __megaplug_line_facts__ = "megaplug.builtin.resilience.megatron_releases:FACTS"

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 #: The first Megatron release line where MSC is opt-in (``--enable-msc``, checked to be
 #: installed); before it MSC is on unless ``--disable-msc`` turns it off, and nothing checks
 #: the package.
-OPT_IN_LINE = "0.18"
+OPT_IN_RELEASE = "0.18.0"
 
 
 def apply_disable_msc(config: Draft) -> None:
@@ -28,7 +28,7 @@ def apply_disable_msc(config: Draft) -> None:
 def check_msc_installed(config: Draft) -> None:
     """--enable-msc needs the multistorageclient package on the target machine; releases
     before MSC became opt-in only say when --disable-msc turned it off."""
-    if config.env.line_before("megatron_core", OPT_IN_LINE):
+    if config.env.megatron.before(OPT_IN_RELEASE):
         if not config.enable_msc:
             config.warn("the multi-storage client (MSC) is disabled", flags=("enable_msc",))
         return

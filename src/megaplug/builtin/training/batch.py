@@ -116,7 +116,7 @@ def check_step_schedule_excludes_global_batch(config: Draft) -> None:
 
 #: The first Megatron release line that checks the (evaluation) batch sizes' divisibility
 #: in its validation; older lines leave it to the micro-batch calculator at start-up.
-EVAL_BATCH_LINE = "0.18"
+EVAL_BATCH_RELEASE = "0.18.0"
 
 
 def check_eval_batch_divisibility(config: Draft) -> None:
@@ -124,7 +124,7 @@ def check_eval_batch_divisibility(config: Draft) -> None:
 
     Each evaluation step must split into whole micro batches on every batch-parallel rank
     (checked from Megatron 0.18 on)."""
-    if config.env.line_before("megatron_core", EVAL_BATCH_LINE):
+    if config.env.megatron.before(EVAL_BATCH_RELEASE):
         return
     eval_global = _first_set(config.get("eval_global_batch_size"), config.global_batch_size)
     eval_micro = _first_set(config.get("eval_micro_batch_size"), config.micro_batch_size)

@@ -27,7 +27,7 @@ def normalize_retired_switches(config: Draft) -> None:
     unused one stays (False).
     """  # noqa: E501
     local, external = config.enable_cuda_graph, config.external_cuda_graph
-    if config.env.line_before("megatron_core", IMPL_FLAG_LINE):
+    if config.env.megatron.before(IMPL_FLAG_RELEASE):
         _read_switches_as_impl(config, local, external)
         return
     if (local or external) and config.cuda_graph_impl != "none":
@@ -50,11 +50,11 @@ def normalize_retired_switches(config: Draft) -> None:
 
 #: The first Megatron release line with --cuda-graph-impl; before it the two switches are
 #: its settings, kept on the namespace (the rules here read the implementation they mean).
-IMPL_FLAG_LINE = "0.15"
+IMPL_FLAG_RELEASE = "0.15.0"
 
 
 def _read_switches_as_impl(config: Draft, local: bool, external: bool) -> None:
-    if local and external and config.env.line_at_least("megatron_core", "0.14"):
+    if local and external and config.env.megatron.at_least("0.14.0"):
         config.error("--enable-cuda-graph and --external-cuda-graph cannot both be set",
                      flags=("enable_cuda_graph", "external_cuda_graph"),
                      hint="keep one of them")
@@ -69,7 +69,7 @@ def normalize_retired_scope_flag(config: Draft) -> None:
 
     From 0.18 on; before, it is the line's own setting (:func:`normalize_line_scope`)."""
     scope = config.cuda_graph_scope_deprecated
-    if config.env.line_before("megatron_core", MODULES_FLAG_LINE):
+    if config.env.megatron.before(MODULES_FLAG_RELEASE):
         scope = None
     if scope is not None:
         if config.cuda_graph_modules:
@@ -87,7 +87,7 @@ def normalize_retired_scope_flag(config: Draft) -> None:
 #: The first Megatron release line with --cuda-graph-modules; before it --cuda-graph-scope
 #: (``cuda_graph_scope``) is the line's own setting: one word up to 0.15, a list of
 #: CudaGraphScope members in 0.16 and 0.17.
-MODULES_FLAG_LINE = "0.18"
+MODULES_FLAG_RELEASE = "0.18.0"
 
 
 def normalize_line_scope(config: Draft) -> None:
@@ -97,10 +97,10 @@ def normalize_line_scope(config: Draft) -> None:
     words into CudaGraphScope members and rewrite a lone ``full`` (deprecated) to the empty
     list. The modules it names reach the rules that read ``cuda_graph_modules``."""
     env = config.env
-    if not env.line_before("megatron_core", MODULES_FLAG_LINE) or "cuda_graph_scope" not in config:
+    if not env.megatron.before(MODULES_FLAG_RELEASE) or "cuda_graph_scope" not in config:
         return
     raw = config.cuda_graph_scope
-    if env.line_at_least("megatron_core", "0.16"):
+    if env.megatron.at_least("0.16.0"):
         raw = _line_scope_members(config, raw)
         if raw is None:
             return
@@ -114,8 +114,7 @@ def normalize_line_scope(config: Draft) -> None:
 def _line_scope_members(config: Draft, raw: list[Any]) -> list[Any] | None:
     """0.16 / 0.17: the scope's words as CudaGraphScope members (None: a word is refused)."""
     known = [m.name for m in CudaGraphScope
-             if m.name != "full_iteration_inference" or config.env.line_at_least(
-                 "megatron_core", "0.17")]
+             if m.name != "full_iteration_inference" or config.env.megatron.at_least("0.17.0")]
     members: list[Any] = []
     for word in raw:
         name = getattr(word, "name", word)
@@ -146,7 +145,7 @@ def check_line_full_iteration_scope(config: Draft) -> None:
     need --no-check-for-nan-in-loss-and-grad. (0.15 and 0.16 check them by what runs,
     training or dynamic-batching inference: the inference plugin's rule.)"""
     env = config.env
-    if env.release_line("megatron_core") not in ("0.14", "0.17") \
+    if not (env.megatron.between("0.14.0", "0.14.0") or env.megatron.between("0.17.0", "0.17.1")) \
             or "cuda_graph_scope" not in config:
         return
     scope = config.cuda_graph_scope
@@ -188,7 +187,7 @@ def check_line_inference_iteration_scope(config: Draft) -> None:
 
     0.17: FP8 with local ``full_iteration_inference`` graphs needs the inference-optimized
     layers and the MXFP8 recipe."""
-    if config.env.release_line("megatron_core") != "0.17" or config.cuda_graph_impl != "local" \
+    if not config.env.megatron.between("0.17.0", "0.17.1") or config.cuda_graph_impl != "local" \
             or CudaGraphScope.full_iteration_inference not in config.cuda_graph_scope \
             or config.get("fp8") is None:
         return
@@ -269,13 +268,13 @@ def derive_te_rng_tracker(config: Draft) -> None:
     if impl == "none" or config.te_rng_tracker:
         return
     env = config.env
-    if env.line_before("megatron_core", "0.14"):
+    if env.megatron.before("0.14.0"):
         if impl == "transformer_engine":
             config.error("--external-cuda-graph needs --te-rng-tracker in Megatron 0.13",
                          flags=("external_cuda_graph", "te_rng_tracker"),
                          hint="add --te-rng-tracker")
         return
-    kinds = (config.get("transformer_impl"),) if env.line_before("megatron_core", "0.16") \
+    kinds = (config.get("transformer_impl"),) if env.megatron.before("0.16.0") \
         else (config.get("transformer_impl"), impl)
     if "transformer_engine" in kinds:
         config.warn("turning on --te-rng-tracker, which CUDA graphs with Transformer Engine need",
@@ -299,8 +298,8 @@ def check_allocator_settings(config: Draft) -> None:
     """Transformer Engine graphs with expandable segments need NCCL graph registration off
     (Megatron 0.14 and 0.15 refuse expandable segments, and full recompute, with any graphs)."""
     env = config.env
-    if env.line_before("megatron_core", "0.16"):
-        if config.cuda_graph_impl != "none" and env.line_at_least("megatron_core", "0.14"):
+    if env.megatron.before("0.16.0"):
+        if config.cuda_graph_impl != "none" and env.megatron.at_least("0.14.0"):
             _check_early_graph_limits(config)
         return
     if config.cuda_graph_impl != "transformer_engine":

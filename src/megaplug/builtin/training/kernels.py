@@ -23,7 +23,7 @@ DETERMINISTIC_NCCL_ALGOS = ("Ring", "CollnetDirect", "CollnetChain", "^NVLS")
 
 #: Before Megatron 0.19 deterministic mode refused flash attention and cross-entropy fusion,
 #: and wanted NCCL_ALGO set to exactly one of these (Tree included).
-EARLY_DETERMINISM_LINE_END = "0.19"
+EARLY_DETERMINISM_RELEASE_END = "0.19.0"
 EARLY_DETERMINISM_REQUIREMENTS: tuple[tuple[str, Any], ...] = (
     ("use_flash_attn", False),
     ("cross_entropy_loss_fusion", False),
@@ -98,9 +98,9 @@ def check_te_cross_entropy(config: Draft) -> None:
     if not (config.cross_entropy_loss_fusion and config.cross_entropy_fusion_impl == "te"):
         return
     env = config.env
-    if env.line_before("megatron_core", "0.18"):
+    if env.megatron.before("0.18.2"):  # 0.18.2 added the refusal
         return
-    if not env.line_at_least("megatron_core", "seed"):
+    if not env.megatron.at_least("seed"):
         config.error("Transformer Engine cross entropy loss fusion (--cross-entropy-fusion-impl "
                      f"te) is disabled in Megatron {env.release_line('megatron_core')} due to "
                      "stability issues",
@@ -125,7 +125,7 @@ def check_deterministic_mode(config: Draft) -> None:
     """Deterministic mode rules out kernels and overlaps whose results vary run to run."""
     if not config.deterministic_mode:
         return
-    early = config.env.line_before("megatron_core", EARLY_DETERMINISM_LINE_END)
+    early = config.env.megatron.before(EARLY_DETERMINISM_RELEASE_END)
     required = EARLY_DETERMINISM_REQUIREMENTS if early else DETERMINISM_REQUIREMENTS
     violations = [(dest, wanted, config.get(dest)) for dest, wanted in required
                   if config.get(dest, wanted) != wanted]

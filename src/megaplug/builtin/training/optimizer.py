@@ -14,7 +14,7 @@ _CLASSIC_OPTIMIZERS = ("adam", "sgd")
 _EMERGING_CHECKPOINT_FORMATS = ("torch", "torch_dist")
 #: The first Megatron release line with the layer-wise distributed optimizer; the two before
 #: it (0.16, 0.17, the first with Muon) refuse Muon with the distributed optimizer.
-LAYER_WISE_LINE = "0.18"
+LAYER_WISE_RELEASE = "0.18.0"
 
 
 def normalize_retired_batch_size(config: Draft) -> None:
@@ -60,7 +60,7 @@ def derive_layer_wise_distribution(config: Draft) -> None:
     ``--use-distributed-optimizer`` with such an optimizer (and the retired ``dist_muon``)
     selects the layer-wise distributed optimizer in place of the element-wise one.
     """
-    if config.env.line_before("megatron_core", LAYER_WISE_LINE):
+    if config.env.megatron.before(LAYER_WISE_RELEASE):
         return  # (nor is the setting theirs: generated line facts leave it out there)
     optimizer = config.optimizer
     distributed = bool(config.get("use_distributed_optimizer"))
@@ -93,7 +93,7 @@ def check_emerging_optimizer(config: Draft) -> None:
     optimizer = config.optimizer
     if optimizer in _CLASSIC_OPTIMIZERS:
         return
-    if config.env.line_before("megatron_core", LAYER_WISE_LINE):
+    if config.env.megatron.before(LAYER_WISE_RELEASE):
         if "muon" not in optimizer:
             return  # 0.17's lion: those releases check only the Muon family
         _check_early_muon(config)
@@ -111,7 +111,7 @@ def _check_early_muon(config: Draft) -> None:
     plugin says so, as it does for every emerging optimizer.)"""
     optimizer = config.optimizer
     refused = ["use_distributed_optimizer"]
-    if optimizer == "muon" or config.env.line_before("megatron_core", "0.17"):
+    if optimizer == "muon" or config.env.megatron.before("0.17.0"):
         refused += ["overlap_grad_reduce", "overlap_param_gather"]
     for dest in refused:
         if config.get(dest):

@@ -517,5 +517,3 @@ class TrainingOptions(
     BatchOptions,
 ):
     """Every setting of the training plugin."""
-    #: How these flags differ between Megatron release lines (generated data).
-    __megaplug_line_facts__ = "megaplug.builtin.training.megatron_releases:FACTS"

@@ -73,14 +73,13 @@ def _check_counted_in(config: Draft, unit: str, other: str, mode: str, other_mod
 
 def _schedule_unused(config: Draft) -> bool:
     """--skip-train leaves the training schedule unchecked from Megatron 0.17 on."""
-    return bool(config.get("skip_train", False)) and config.env.line_at_least(
-        "megatron_core", "0.17")
+    return bool(config.get("skip_train", False)) and config.env.megatron.at_least("0.17.0")
 
 
 def check_no_rampup_with_iterations(config: Draft) -> None:
     """Megatron before 0.18 refuses a batch-size rampup under iteration-based training."""
     env = config.env
-    if not env.line_before("megatron_core", "0.18") or not config.train_iters \
+    if not env.megatron.before("0.18.0") or not config.train_iters \
             or _schedule_unused(config) or config.get("rampup_batch_size") is None:
         return
     config.error(f"--rampup-batch-size is not supported with iteration-based training "
