@@ -363,6 +363,8 @@ def command_line(kernel: Any, values: Mapping[str, Any], one_way: dict[str, str]
     unexpressed: list[str] = []
     for dest, raw in values.items():
         specs = [spec for spec in kernel.table.by_dest[dest] if spec.kind == "flag"]
+        if raw == [] and not specs[0].default:  # an empty list is what giving no flag means
+            continue
         value = kernel.convert(specs[0], raw, source="config-file", detail="container")
         if isinstance(value, Problem):
             unexpressed.append(value.message)
