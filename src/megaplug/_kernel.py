@@ -385,9 +385,7 @@ class Kernel:
         """Run normalize, derive and validate over a parsed draft; raise if any problem."""
         order = [record for record in self.plugins.active() if record.status == ACTIVE]
         parse_problems = len(sink.problems)
-        #: Settings a plugin refused, by a problem naming its own setting: no rule raising on
-        #: one is reported (the refusal was).
-        self.refused: set[str] = set()
+        refused: set[str] = set()  # what a plugin refused of its own: knock-ons not bugs
         draft.settle(*withheld_defaults(self.table, draft, draft.provenance(), Provenance))
         for phase in PHASES:
             started = time.perf_counter()
@@ -395,7 +393,7 @@ class Kernel:
             copies = draft.mutable_values() if phase == "validate" else None
             for record in order:
                 for step in self._phase_steps(record, phase, draft, sink):
-                    self._run(step, record, phase, draft, sink, copies)
+                    self._run(step, record, phase, draft, sink, copies, refused)
             self.timings[phase] = time.perf_counter() - started
         if sink.doubtful:  # a problem about a setting a parse problem left in doubt
             sink.problems[parse_problems:] = [p for p in sink.problems[parse_problems:]
@@ -435,13 +433,14 @@ class Kernel:
         return any(spec is not None and spec.dest in doubtful for spec in specs)
 
     def _run(self, step: RuleStep, record: PluginRecord, phase: str, draft: Draft,
-             sink: ProblemSink, copies: dict[str, Any] | None) -> None:
+             sink: ProblemSink, copies: dict[str, Any] | None, refused: set[str]) -> None:
         """Run one hook or rule on the draft as that rule sees it, blaming the plugin and
-        rule for whatever goes wrong (and undoing what it changed in place in validate)."""
+        rule for whatever goes wrong (and undoing what it changed in place in validate) --
+        except raising on a value in doubt or ``refused`` (which it adds its own to)."""
         name, rule = record.name, step.name
         view = draft.for_rule(phase, name, rule)
-        refused, before = sink.doubtful | self.refused, len(sink.problems)
-        reads = watch_reads(view) if refused else None  # after a refusal only
+        doubted, before = sink.doubtful | refused, len(sink.problems)
+        reads = watch_reads(view) if doubted else None  # after a refusal only
         superseded = self._superseded.get(f"{name}.{rule}", ())
         try:
             if (step.when is None or step.when(view)) and not any(
@@ -452,13 +451,13 @@ class Kernel:
             sink.error(str(exc), hint="move the change to a derive or normalize hook",
                        plugin=name, rule=rule)
         except (Exception, SystemExit) as exc:
-            if reads is not None and reads & refused:  # a refused value's knock-on: no bug
+            if reads is not None and reads & doubted:  # a refused value's knock-on: no bug
                 return
             sink.error(f"plugin {name!r} ({record.where()}) raised {type(exc).__name__} "
                        f"in {phase}{f' rule {rule}' if rule else ''}: {exc}",
                        hint=f"this is a bug in the plugin; block it with -p no:{name}",
                        plugin=name, rule=rule)
-        self.refused |= refused_by(name, sink.problems[before:], self.table)
+        refused.update(refused_by(name, sink.problems[before:], self.table))
         changed = view.undo_changes(copies) if copies else []
         if changed:
             sink.error(f"plugin {name!r} changed {', '.join(changed)} in validate",

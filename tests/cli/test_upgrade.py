@@ -358,3 +358,23 @@ def test_the_rewrite_keeps_plugin_selection_where_it_was(capsys, clean_env):
                              options=("--rewrite",))
     assert shlex.split(out) == [*VALID, "-p", "no:rl", "--no-ckpt-fully-parallel-save",
                                 "--seed", "3"]
+
+
+def test_the_rewrite_of_a_saved_source_gives_its_flags_for_the_target(capsys, clean_env,
+                                                                      tmp_path):
+    launch = ("--use-legacy-models", "--ckpt-format", "torch", "--window-size", "128,0",
+              "--attention-backend", "flash", "--no-bias-gelu-fusion", "--data-path", "a",
+              "b", "--split", "1,0,0", "--lr", "1e-4")
+    saved = saved_output(capsys, tmp_path, "0.15.0", *launch)
+    code, out, err = run(capsys, "upgrade", "--from", "0.15.0", "--to", "0.19.2", *NO_MSC,
+                         "--rewrite", str(saved))
+    assert code == 1
+    assert "megaplug upgrade: left out --use-legacy-models" in err
+    rewritten = shlex.split(out)
+    assert "--use-legacy-models" not in rewritten
+    code, out, err = run(capsys, "resolve", "--assume", "megatron_core=0.19.2", *NO_MSC, "--",
+                         *rewritten)
+    assert code == 0, err
+    code, expected, _ = run(capsys, "resolve", "--assume", "megatron_core=0.19.2", *NO_MSC,
+                            "--", *VALID, *launch[1:])
+    assert json.loads(out) == json.loads(expected)

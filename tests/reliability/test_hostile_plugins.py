@@ -410,3 +410,19 @@ def test_the_shipped_distributions_are_the_plugins_directory():
     root = Path(__file__).resolve().parents[2]
     shipped = {path.parent.name for path in (root / "plugins").glob("*/pyproject.toml")}
     assert SHIPPED == shipped
+
+
+def test_an_entry_point_named_as_a_shipped_plugin_is_the_one_not_loaded(newcomers,
+                                                                       monkeypatch):
+    installed = [entry for entry in entry_points() if entry.name != "named_moe"]
+    impostor = EntryPointInfo("moe", "named_moe", "aaa-impostor", "1.0")
+    monkeypatch.setattr("megaplug._plugins._entry_points", lambda: [impostor, *installed])
+    code, out, err = _cli("list", "--json")
+    assert code == 0, err
+    rows = {row["name"]: row for row in json.loads(out)}
+    assert (rows["moe"]["distribution"], rows["moe"]["status"]) == ("megaplug-moe", "active")
+    code, out, _ = _cli("list")
+    assert ("problem: entry point 'moe' of distribution aaa-impostor (moe = named_moe) is not "
+            "loaded: plugin 'moe' (entry point moe = megaplug_moe, distribution megaplug-moe) "
+            "already has that name (hint: rename the entry point, or uninstall aaa-impostor)"
+            in out)

@@ -9,7 +9,8 @@ the target release removed or renamed (with the replacement), the values that ch
 a declared default changed (old -> new, from which plugin), the problems the target's
 validation now reports and the warnings it newly gives, and the values that change otherwise
 (derived ones included). ``--rewrite`` prints the command line for the target release
-instead. Exit 1 when anything changes, 0 when nothing does, 2 for a usage error.
+instead (of a saved source: the flags its run gave, :func:`replayed`), naming on stderr
+what it cannot carry. Exit 1 when anything changes, 0 when nothing does, 2 for a usage error.
 """
 
 from __future__ import annotations
@@ -56,9 +57,6 @@ def run_upgrade(options: argparse.Namespace, args: list[str]) -> int:
         raise UsageError(f"megaplug upgrade: --from and --to state {PACKAGE}'s version; "
                          f"leave it out of --assume")
     source_label, argv, saved = _launch(options, args)
-    if options.rewrite and saved:
-        raise UsageError("megaplug upgrade: --rewrite rewrites a command line; for a "
-                         f"{source_label} give its flags after --")
     settings = replayed(options, saved, argv, source_label) if saved else {}
     with _as_config_file(settings, source_label) as config:
         launch = [*config, *argv]
@@ -69,8 +67,10 @@ def run_upgrade(options: argparse.Namespace, args: list[str]) -> int:
     if config:  # the replayed settings' file is gone: name the source they came from
         report = _relabelled(report, f"config file {config[1]}", source_label)
     report["source"] = source_label
-    if options.rewrite:
-        tokens, left = rewrite(old.kernel, new.kernel, argv)
+    if options.rewrite:  # a saved source's given settings as the flags that give them
+        written, unwritten = as_flags(old.kernel.table, settings)
+        tokens, left = rewrite(old.kernel, new.kernel, [*argv, *written])
+        left = [*unwritten, *left]
         print(_shell_join(tokens))
         for note in left:
             print(f"megaplug upgrade: {note}", file=sys.stderr)
@@ -498,6 +498,53 @@ def rewrite(old: Any, new: Any, argv: Sequence[str]) -> tuple[list[str], list[st
                         + (f"renamed to {change['replacement']}" if change["replacement"]
                            else "removed") + ": edit the file")
     return [token for tokens_at in written for token in tokens_at], left
+
+
+def as_flags(table: Any, settings: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(the command line that gives ``settings`` -- a saved source's replayed flags, in
+    JSON form -- in the order the flags are declared; what no flag can give, in words)."""
+    tokens: list[str] = []
+    left: list[str] = []
+    for spec in (spec for spec in table if spec.dest in settings and spec.kind == "flag"):
+        value, flag = settings[spec.dest], spec.primary
+        if spec.action in ("store_true", "store_false", "store_const", "boolean_optional"):
+            if spec.action == "boolean_optional" and value is False:
+                flag = next((o for o in spec.option_strings if o.startswith("--no-")), None)
+            elif spec.action != "boolean_optional" and value != encode(spec.const):
+                flag = None
+            tokens += [flag] if flag else []
+            left += [] if flag else [f"no flag gives {spec.dest} = {_shown(value)}"]
+        elif value is None or (spec.action == "count" and not isinstance(value, int)):
+            left.append(f"no flag gives {spec.dest} = {_shown(value)}")
+        elif spec.action == "count":
+            tokens += [flag] * value
+        else:
+            items = value if isinstance(value, list) and (spec.nargs or spec.action ==
+                                                          "append") else [value]
+            texts = [_as_text(spec, item) for item in items]
+            tokens += ([w for text in texts for w in (flag, text)] if spec.action == "append"
+                       else [flag, *texts])
+    return tokens, left
+
+
+def _as_text(spec: Any, value: Any) -> str:
+    """One value in JSON form as the command line writes it: a choice by its name."""
+    from .._options import choice_name
+
+    for choice in spec.choices or ():
+        if encode(choice) == value:
+            return choice_name(choice)
+    if isinstance(value, str):
+        return value
+    from ..values._loaded import _texts, same_json
+
+    for text in [*(_texts(value)), str(value)]:  # the one the flag's parser reads back
+        try:
+            if same_json(encode(spec._convert_one(text)), value):
+                return text
+        except ValueError:
+            continue
+    return to_json(value, indent=None)
 
 
 def _unknown_kept(flags: list[str], positions: list[int]) -> list[str]:
