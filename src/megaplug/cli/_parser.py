@@ -181,14 +181,25 @@ def _add_memory(commands: Any) -> None:
                       usage="megaplug memory [--rank R] [--format text|json] "
                             "[--assume-device-memory SIZE] [options] [--] ARGS...",
                       epilog="WORLD_SIZE is the job's number of ranks (as torchrun sets it):\n"
-                             "  WORLD_SIZE=64 megaplug memory --assume-device-memory 80GB -- "
+                             "  WORLD_SIZE=64 megaplug memory --assume-device-memory 79.2GiB -- "
                              "--num-layers 32 ...\n" + _TRAINING_FLAGS_EPILOG.format(
                                  command="memory"))
     memory.add_argument("--rank", type=int, metavar="R", help="only this rank")
     memory.add_argument("--format", choices=("text", "json"), default="text",
                         help="output format (default: text)")
+    _estimate_options(memory)
     _resolve_options(memory)
     _plugin_options(memory)
+
+
+def _estimate_options(sub: argparse.ArgumentParser) -> None:
+    """What a memory estimate assumes of the run (``memory`` and ``plan``)."""
+    sub.add_argument("--assume-moe-imbalance", metavar="X",
+                     help="a dropless MoE layer's bound: an expert rank receives up to X times "
+                          "its balanced tokens (default: MEGAPLUG_ASSUME_MOE_IMBALANCE, else 2)")
+    sub.add_argument("--assume-alloc-conf", metavar="CONF",
+                     help="the job's PYTORCH_CUDA_ALLOC_CONF (e.g. expandable_segments:True); "
+                          "default: this environment's")
 
 
 def _add_schema(commands: Any) -> None:
