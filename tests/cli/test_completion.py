@@ -91,8 +91,8 @@ def test_bash_completes_commands_options_and_their_choices(scripts):
                           "megaplug resolve --format ", "megaplug list --", "megaplug completion ",
                           "megaplug flags --plugin mo")
     assert found == [
-        ["completion", "diff", "docs", "explain", "flags", "list", "memory", "resolve",
-         "schema", "upgrade"],
+        ["completion", "diff", "docs", "explain", "flags", "list", "memory", "plan",
+         "resolve", "schema", "upgrade"],
         ["explain"], ["--format"], ["json", "yaml"],
         ["--assume", "--help", "--json", "--no-autoload", "--order"], ["bash", "fish", "zsh"],
         ["model", "moe"],

@@ -434,8 +434,12 @@ def layer_parameters(job: Job, layer: int) -> tuple[int, int]:
 def stage_parameters(job: Job, stage: int) -> tuple[int, int]:
     """(dense, expert) parameters held by a rank of pipeline stage ``stage``."""
     dense = expert = 0
+    by_kind: dict[bool, tuple[int, int]] = {}  # dense and MoE layers: one count each
     for layer in job.stage_layers(stage):
-        d, e = layer_parameters(job, layer)
+        kind = job.is_moe(layer)
+        if kind not in by_kind:
+            by_kind[kind] = layer_parameters(job, layer)
+        d, e = by_kind[kind]
         dense, expert = dense + d, expert + e
     embedding = job.vocab * job.hidden // job.tp
     first, last = job.holds(stage, "E"), job.holds(stage, "L")
@@ -622,7 +626,13 @@ def activation_parts(job: Job, stage: int, moe_factor: float = 1.0) -> tuple[int
     """(kept for backward by the micro-batches in flight, short-lived at the peak moment)."""
     chunks = job.stage_chunks(stage)
     layers = [layer for chunk in chunks for layer in chunk]
-    per_layer = {layer: layer_activations(job, layer, moe_factor) for layer in layers}
+    by_kind: dict[bool, int] = {}  # what a layer keeps depends only on whether it is MoE
+    per_layer = {}
+    for layer in layers:
+        kind = job.is_moe(layer)
+        if kind not in by_kind:
+            by_kind[kind] = layer_activations(job, layer, moe_factor)
+        per_layer[layer] = by_kind[kind]
     flight = in_flight(job, stage)
     full = job.recompute == "full"
     if full:
