@@ -96,7 +96,7 @@ def run_plan(options: argparse.Namespace, args: list[str]) -> int:
         result = make_plan(base, options.gpus, gpus_per_node=options.gpus_per_node,
                            device_memory=target.memory(), global_batch=options.global_batch_size,
                            top=options.top, validate=validate, model_argv=model, cost=cost,
-                           **assumed(options))
+                           resolve_options=_target_options(options), **assumed(options))
     except ValueError as exc:
         raise UsageError(f"megaplug plan: {exc}") from None
     if options.format == "json":
@@ -106,3 +106,11 @@ def run_plan(options: argparse.Namespace, args: list[str]) -> int:
     else:
         sys.stdout.write(result.as_text(options.explain))
     return EXIT_OK
+
+
+def _target_options(options: argparse.Namespace) -> list[str]:
+    """The target the plan was made for, as ``megaplug resolve`` options (each row's)."""
+    words = [word for item in options.assume for word in ("--assume", item)]
+    if options.assume_device_capability is not None:
+        words += ["--assume-device-capability", options.assume_device_capability]
+    return words

@@ -28,14 +28,14 @@ from .estimator import GIB, Assumptions, Job, rank_estimate, stage_parameters, u
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterator, Mapping
+    from typing import Any, Callable, Iterator, Mapping, Sequence
 
 #: The cost model's constants (docs/plan.md): bf16 dense peak of an H100 SXM, the fraction
 #: of it Megatron's layers reach (fitted on single-GPU slices, ``--transformer-impl
 #: local``), and the bus bandwidths of NCCL's ring collectives in bytes per second.
 COST = {
     "peak_flops": 989e12,
-    "efficiency": 0.30,
+    "efficiency": 0.28,
     "nvlink_bandwidth": 360e9,
     "network_bandwidth": 40e9,
 }
@@ -285,16 +285,19 @@ class PlanResult:
 
     def __init__(self, rows: list[tuple[Priced, list[str]]], rejected: dict[str, str],
                  considered: int, fitting: int, cost: Mapping[str, float],
-                 assumptions: Assumptions, gpus: int, device_memory: int) -> None:
+                 assumptions: Assumptions, gpus: int, device_memory: int,
+                 resolve_options: Sequence[str] = ()) -> None:
         self.rows, self.rejected, self.considered, self.fitting = (
             rows, rejected, considered, fitting)
         self.cost, self.assumptions = dict(cost), assumptions
         self.gpus, self.device_memory = gpus, device_memory
+        self.resolve_options = list(resolve_options)
 
     def command(self, argv: list[str]) -> str:
         """A row as the command line that resolves it for this job."""
-        return (f"WORLD_SIZE={self.gpus} megaplug resolve --assume-device-memory "
-                f"{self.device_memory} -- " + " ".join(_quoted(token) for token in argv))
+        options = [*self.resolve_options, "--assume-device-memory", str(self.device_memory)]
+        return (f"WORLD_SIZE={self.gpus} megaplug resolve "
+                + " ".join(_quoted(token) for token in [*options, "--", *argv]))
 
     def as_dict(self) -> dict[str, Any]:
         """``{"cost_model": {...}, "assumptions": {...}, "considered", "fitting", "layouts":
@@ -346,12 +349,14 @@ class PlanResult:
 def plan(base: Mapping[str, Any], gpus: int, *, gpus_per_node: int = 8,
          device_memory: int, global_batch: int | None = None, top: int = 10,
          validate: Callable[[list[str]], str | None] | None = None,
-         model_argv: list[str] = (), assumptions: Assumptions | None = None,
-         cost: Mapping[str, float] | None = None) -> PlanResult:
+         model_argv: Sequence[str] = (), assumptions: Assumptions | None = None,
+         cost: Mapping[str, float] | None = None,
+         resolve_options: Sequence[str] = ()) -> PlanResult:
     """The ``top`` cheapest layouts of the model ``base`` (resolved values) on ``gpus`` GPUs
     that fit ``device_memory`` with the margin on every pipeline stage and that ``validate``
     (a full resolve of ``model_argv`` plus the layout's flags; it returns the first problem's
-    words, or None) accepts."""
+    words, or None) accepts. ``resolve_options`` (the target's ``--assume ...``) go into each
+    row's command line."""
     assumptions = assumptions or Assumptions()
     cost = {**COST, **(cost or {})}
     job = Job(base, assumptions)
@@ -408,7 +413,7 @@ def plan(base: Mapping[str, Any], gpus: int, *, gpus_per_node: int = 8,
             continue
         rows.append((row, argv))
     return PlanResult(rows, rejected, considered, len(priced), cost, assumptions, gpus,
-                      device_memory)
+                      device_memory, resolve_options)
 
 
 def _worst_needed(job: Job) -> int:
