@@ -38,8 +38,9 @@ def _trains(config: Draft) -> bool:
 
 
 def moe_with_tensor_parallelism_needs_sequence_parallelism(config: Draft) -> None:
-    """Every release's MoE layer refuses, while training, tensor parallelism without
-    sequence parallelism (``MoELayer.forward``)."""
+    """MoE with tensor parallelism trains only with sequence parallelism (every release).
+
+    ``MoELayer.forward`` raises at the first training iteration otherwise."""
     tp = config.get("tensor_model_parallel_size") or 1
     if not view.experts(config) or tp <= 1 or config.get("sequence_parallel"):
         return
@@ -55,8 +56,10 @@ def moe_with_tensor_parallelism_needs_sequence_parallelism(config: Draft) -> Non
 
 
 def moe_router_needs_transformer_engine_before_0_17(config: Draft) -> None:
-    """Megatron 0.13-0.16's router gate names ``te_general_gemm``, defined only when
-    Transformer Engine imports: without it the first forward raises ``NameError``."""
+    """Megatron 0.13-0.16's MoE router needs Transformer Engine to run at all.
+
+    Its gate names ``te_general_gemm``, defined only when Transformer Engine imports:
+    without it the first forward raises ``NameError``."""
     if not view.experts(config) or config.env.line_at_least("megatron_core", "0.17"):
         return
     env = config.env
