@@ -126,3 +126,21 @@ def test_the_command_stays_torch_free():
     done = subprocess.run([sys.executable, "-c", code, *SMALL], capture_output=True, text=True,
                           env={"CUDA_DEVICE_MAX_CONNECTIONS": "1", "PATH": "/usr/bin:/bin"})
     assert done.stdout.strip().splitlines()[-1] == "FREE", done.stderr[-500:]
+
+
+def test_the_cost_model_constants_can_be_stated(capsys, monkeypatch):
+    options = ("--gpus", "16", "--device-memory", "8GiB", "--global-batch-size", "64",
+               "--top", "1")
+    stated = plan_json(capsys, monkeypatch, *options, "--peak-tflops", "1978")
+    default = plan_json(capsys, monkeypatch, *options)
+    assert stated["cost_model"]["peak_flops"] == 1978e12
+    assert stated["layouts"][0]["terms"]["compute"] == pytest.approx(
+        default["layouts"][0]["terms"]["compute"] / 2)
+
+
+def test_each_row_names_the_target_it_was_planned_for(capsys, monkeypatch):
+    code, out, _ = run(capsys, monkeypatch, "plan", "--gpus", "8", "--device-memory", "8GiB",
+                       "--assume", "megatron_core=0.15.0", "--top", "1", "--", *SMALL)
+    assert code == 0
+    assert ("1: WORLD_SIZE=8 megaplug resolve --assume megatron_core=0.15.0 "
+            "--assume-device-memory 8589934592 -- --num-layers 8") in out

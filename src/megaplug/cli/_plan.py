@@ -47,8 +47,6 @@ def planner() -> Callable[..., Any]:
 
 def run_plan(options: argparse.Namespace, args: list[str]) -> int:
     """The ``plan`` command: print the ranked layouts; the exit code."""
-    from .._errors import ConfigError
-    from ..megatron import parse_and_validate_args
     from ._memory import assumed
 
     if options.gpus < 1 or options.gpus_per_node < 1 or options.top < 1:
@@ -60,42 +58,17 @@ def run_plan(options: argparse.Namespace, args: list[str]) -> int:
     if target.memory() is None:
         raise UsageError("megaplug plan: the GPUs' memory is unknown here: give "
                          "--device-memory SIZE (79.2GiB for an 80 GB H100)")
-    controls = [*plugin_controls(options), *config_tokens(options)]
-    defaults = defaults_from(options)
-    environ = {**os.environ, "WORLD_SIZE": str(options.gpus), "RANK": "0"}
-    if options.assume_alloc_conf is not None:
-        environ["PYTORCH_CUDA_ALLOC_CONF"] = options.assume_alloc_conf
-    if options.assume_moe_imbalance is not None:
-        environ["MEGAPLUG_ASSUME_MOE_IMBALANCE"] = options.assume_moe_imbalance
-    target.environ = environ
+    target.environ = _job_environment(options)
     batch = ["--global-batch-size", str(options.global_batch_size)] if (
         options.global_batch_size) else []
+    resolver = _Resolver(options, target)
     model = [*args, *batch]
-    # the model alone, as one rank of the job: its sizes for the planner (no layout yet,
-    # and no pre-flight: that judges each layout)
-    one_rank = {**environ, "WORLD_SIZE": "1"}
-    base = vars(parse_and_validate_args(
-        argv=[*controls, *model, "--micro-batch-size", "1"], environ=one_rank, args_defaults=defaults, target=target,
-        torch_types=False, register=False, preflight=False))
-
-    def validate(argv: list[str]) -> str | None:
-        try:
-            parse_and_validate_args(argv=[*controls, *argv], environ=environ,
-                                    args_defaults=defaults, target=target, torch_types=False,
-                                    register=False, preflight=True)
-        except ConfigError as exc:
-            return exc.problems[0].message if exc.problems else "refused"
-        return None
-
-    cost = {name: value for name, value in (
-        ("peak_flops", options.peak_tflops and options.peak_tflops * 1e12),
-        ("nvlink_bandwidth", options.nvlink_gbps and options.nvlink_gbps * 1e9),
-        ("network_bandwidth", options.network_gbps and options.network_gbps * 1e9))
-        if value}
     try:
-        result = make_plan(base, options.gpus, gpus_per_node=options.gpus_per_node,
-                           device_memory=target.memory(), global_batch=options.global_batch_size,
-                           top=options.top, validate=validate, model_argv=model, cost=cost,
+        result = make_plan(resolver.base(model), options.gpus,
+                           gpus_per_node=options.gpus_per_node, device_memory=target.memory(),
+                           global_batch=options.global_batch_size, top=options.top,
+                           validate=resolver.first_problem, model_argv=model,
+                           cost=_cost_overrides(options),
                            resolve_options=_target_options(options), **assumed(options))
     except ValueError as exc:
         raise UsageError(f"megaplug plan: {exc}") from None
@@ -106,6 +79,56 @@ def run_plan(options: argparse.Namespace, args: list[str]) -> int:
     else:
         sys.stdout.write(result.as_text(options.explain))
     return EXIT_OK
+
+
+def _job_environment(options: argparse.Namespace) -> dict[str, str]:
+    """This environment as the job's: its size, and the stated allocator and MoE routing."""
+    environ = {**os.environ, "WORLD_SIZE": str(options.gpus), "RANK": "0"}
+    if options.assume_alloc_conf is not None:
+        environ["PYTORCH_CUDA_ALLOC_CONF"] = options.assume_alloc_conf
+    if options.assume_moe_imbalance is not None:
+        environ["MEGAPLUG_ASSUME_MOE_IMBALANCE"] = options.assume_moe_imbalance
+    return environ
+
+
+class _Resolver:
+    """Resolves for the plan: the model alone once, then each candidate in full."""
+
+    def __init__(self, options: argparse.Namespace, target: Any) -> None:
+        self.controls = [*plugin_controls(options), *config_tokens(options)]
+        self.defaults = defaults_from(options)
+        self.target = target
+
+    def base(self, model: list[str]) -> dict[str, Any]:
+        """The model as one rank with no layout (its sizes; pre-flight judges each layout)."""
+        from ..megatron import parse_and_validate_args
+
+        one_rank = {**self.target.environ, "WORLD_SIZE": "1"}
+        return vars(parse_and_validate_args(
+            argv=[*self.controls, *model, "--micro-batch-size", "1"], environ=one_rank,
+            args_defaults=self.defaults, target=self.target, torch_types=False,
+            register=False, preflight=False))
+
+    def first_problem(self, argv: list[str]) -> str | None:
+        """A candidate's first problem for the job (validation, pre-flight), or None."""
+        from .._errors import ConfigError
+        from ..megatron import parse_and_validate_args
+
+        try:
+            parse_and_validate_args(argv=[*self.controls, *argv], environ=self.target.environ,
+                                    args_defaults=self.defaults, target=self.target,
+                                    torch_types=False, register=False, preflight=True)
+        except ConfigError as exc:
+            return exc.problems[0].message if exc.problems else "refused"
+        return None
+
+
+def _cost_overrides(options: argparse.Namespace) -> dict[str, float]:
+    """``--peak-tflops``, ``--nvlink-gbps``, ``--network-gbps`` in the cost model's units."""
+    given = (("peak_flops", options.peak_tflops, 1e12),
+             ("nvlink_bandwidth", options.nvlink_gbps, 1e9),
+             ("network_bandwidth", options.network_gbps, 1e9))
+    return {name: value * unit for name, value, unit in given if value}
 
 
 def _target_options(options: argparse.Namespace) -> list[str]:

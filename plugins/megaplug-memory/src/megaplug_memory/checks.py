@@ -133,12 +133,7 @@ def fits_device(config: Draft) -> None:
     job = Job(values)
     if not job.sizable():
         return  # a size of zero or less: the plugin owning it reports that
-    oversized = job.too_large()
-    if oversized:
-        config.error(f"no GPU holds this model: {', '.join(oversized)} (the memory estimate "
-                     f"takes sizes up to 2**40)",
-                     flags=tuple(name.partition("=")[0] for name in oversized),
-                     hint="check the sizes given")
+    if _refused_as_oversized(config, job):
         return
     assumptions = assumptions_of(config)
     if assumptions is None:
@@ -161,6 +156,17 @@ def fits_device(config: Draft) -> None:
         flags=("--micro-batch-size", "--seq-length", "--tensor-model-parallel-size",
                "--pipeline-model-parallel-size", "--recompute-granularity"),
         hint=hint)
+
+
+def _refused_as_oversized(config: Draft, job: Job) -> bool:
+    """Refuse sizes no GPU holds (past 2**40), which the estimate does not take."""
+    oversized = job.too_large()
+    if oversized:
+        config.error(f"no GPU holds this model: {', '.join(oversized)} (the memory estimate "
+                     f"takes sizes up to 2**40)",
+                     flags=tuple(name.partition("=")[0] for name in oversized),
+                     hint="check the sizes given")
+    return bool(oversized)
 
 
 def _what_is_needed(job: Job, rank: Any) -> str:

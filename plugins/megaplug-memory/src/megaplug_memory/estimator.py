@@ -626,25 +626,11 @@ def activation_parts(job: Job, stage: int, moe_factor: float = 1.0) -> tuple[int
     """(kept for backward by the micro-batches in flight, short-lived at the peak moment)."""
     chunks = job.stage_chunks(stage)
     layers = [layer for chunk in chunks for layer in chunk]
-    by_kind: dict[bool, int] = {}  # what a layer keeps depends only on whether it is MoE
-    per_layer = {}
-    for layer in layers:
-        kind = job.is_moe(layer)
-        if kind not in by_kind:
-            by_kind[kind] = layer_activations(job, layer, moe_factor)
-        per_layer[layer] = by_kind[kind]
+    per_layer = _per_layer_activations(job, layers, moe_factor)
     flight = in_flight(job, stage)
     full = job.recompute == "full"
     if full:
-        kept = 0
-        for chunk in chunks:
-            # uniform keeps every layer's input; block recomputes each chunk's first N
-            # layers, as Megatron's TransformerBlock does per model chunk
-            recomputed = len(chunk) if job.recompute_method == "uniform" else min(
-                len(chunk), job.recompute_layers)
-            kept += layer_input(job) * recomputed + sum(
-                per_layer[layer] for layer in chunk[recomputed:])
-        activations = int(kept * flight)
+        activations = int(_kept_under_full_recompute(job, chunks, per_layer) * flight)
     else:
         activations = int(sum(per_layer.values()) * flight)
     if job.holds(stage, "E"):
@@ -665,6 +651,32 @@ def activation_parts(job: Job, stage: int, moe_factor: float = 1.0) -> tuple[int
         logits += 2 * job.param_bytes * t * job.hidden  # final norm and output layer inputs
         transient = max(transient, logits)
     return activations, transient
+
+
+def _per_layer_activations(job: Job, layers: list[int], moe_factor: float) -> dict[int, int]:
+    """:func:`layer_activations` of each layer, computed once per kind (dense or MoE)."""
+    by_kind: dict[bool, int] = {}
+    per_layer = {}
+    for layer in layers:
+        kind = job.is_moe(layer)
+        if kind not in by_kind:
+            by_kind[kind] = layer_activations(job, layer, moe_factor)
+        per_layer[layer] = by_kind[kind]
+    return per_layer
+
+
+def _kept_under_full_recompute(job: Job, chunks: list[list[int]],
+                               per_layer: dict[int, int]) -> int:
+    """What one micro-batch keeps under full recomputation: uniform keeps every layer's
+    input; block recomputes each chunk's first N layers (Megatron's TransformerBlock does
+    so per model chunk) and keeps the rest whole."""
+    kept = 0
+    for chunk in chunks:
+        recomputed = len(chunk) if job.recompute_method == "uniform" else min(
+            len(chunk), job.recompute_layers)
+        kept += layer_input(job) * recomputed + sum(per_layer[layer]
+                                                    for layer in chunk[recomputed:])
+    return kept
 
 
 def stage_of(job: Job, rank: int) -> int:

@@ -206,7 +206,8 @@ def forward_flops_per_token(job: Job) -> tuple[float, float]:
     """(a layer's matrix-multiply FLOPs, its attention-score FLOPs) per token, forward,
     for the whole model's layer (unsharded); the logits' FLOPs are added by the caller."""
     h = job.hidden
-    attention = 2 * h * (job.heads + 2 * job.groups) * job.head_dim + 2 * job.heads * job.head_dim * h
+    attention = (2 * h * (job.heads + 2 * job.groups) * job.head_dim
+                 + 2 * job.heads * job.head_dim * h)
     mlp = 2 * h * job.ffn * (3 if job.swiglu else 2)
     if job.experts:
         mlp = job.topk * 2 * h * job.expert_ffn * (3 if job.swiglu else 2)
@@ -218,6 +219,17 @@ def forward_flops_per_token(job: Job) -> tuple[float, float]:
 def cost_terms(job: Job, layout: Layout, gpus: int, gpus_per_node: int, global_batch: int,
                cost: Mapping[str, float]) -> dict[str, float]:
     """Seconds per iteration of one rank, by term (see the module docstring)."""
+    microbatches = global_batch // (layout.mbs * layout.dp)
+    compute = _compute_seconds(job, layout, gpus, global_batch, cost)
+    bubble = compute * (layout.pp - 1) / (layout.vpp * microbatches)
+    return {"compute": compute, "bubble": bubble,
+            **_communication_seconds(job, layout, gpus_per_node, microbatches, cost)}
+
+
+def _compute_seconds(job: Job, layout: Layout, gpus: int, global_batch: int,
+                     cost: Mapping[str, float]) -> float:
+    """The model's FLOPs of an iteration (forward, backward twice, the recomputed forward)
+    over the GPUs, at the peak times the calibrated efficiency."""
     tokens = global_batch * job.seq
     matmul, scores = forward_flops_per_token(job)
     layers = job.layers
@@ -230,10 +242,12 @@ def cost_terms(job: Job, layout: Layout, gpus: int, gpus_per_node: int, global_b
         recomputed = tokens * layers * (matmul + scores) * layout.recompute_layers / per_chunk
     elif layout.recompute == "selective":
         recomputed = tokens * layers * scores
-    flops = (3 * forward + recomputed) / gpus
-    compute = flops / (cost["peak_flops"] * cost["efficiency"])
-    microbatches = global_batch // (layout.mbs * layout.dp)
-    bubble = compute * (layout.pp - 1) / (layout.vpp * microbatches)
+    return (3 * forward + recomputed) / gpus / (cost["peak_flops"] * cost["efficiency"])
+
+
+def _communication_seconds(job: Job, layout: Layout, gpus_per_node: int, microbatches: int,
+                           cost: Mapping[str, float]) -> dict[str, float]:
+    """The tp, cp, ep, dp and pp terms: each group's bytes per rank over its link."""
 
     def seconds(volume: float, group: int, span: int) -> float:
         """A ring collective's bytes per rank over a group of ``group`` whose ranks lie
@@ -245,7 +259,7 @@ def cost_terms(job: Job, layout: Layout, gpus: int, gpus_per_node: int, global_b
         return volume * (group - 1) / group / bandwidth
 
     a = job.param_bytes
-    stage_layers = layers // layout.pp
+    stage_layers = job.layers // layout.pp
     activation = layout.mbs * job.seq // layout.cp * job.hidden * a
     passes = 3 if layout.recompute in ("block", "uniform") else 2  # forward, backward (+again)
     # two all-reduces (or reduce-scatter + all-gather pairs) a layer each pass, of the whole
@@ -257,22 +271,18 @@ def cost_terms(job: Job, layout: Layout, gpus: int, gpus_per_node: int, global_b
     cp = seconds(2 * kv * stage_layers * microbatches, layout.cp, layout.tp)
     moe_layers = sum(job.moe_pattern[: stage_layers]) if job.experts else 0
     routed = layout.mbs * job.seq // layout.cp * job.topk * job.hidden * a
-    ep = seconds(4 * routed * moe_layers * microbatches, layout.ep,
-                 layout.etp) if job.experts else 0.0
-    parameters = _rank_parameters(job, layout)
-    dp = seconds(parameters * (job.grad_bytes + a), layout.dp, layout.tp * layout.cp)
+    ep = seconds(4 * routed * moe_layers * microbatches, layout.ep, layout.etp)
+    dp = seconds(_rank_parameters(job) * (job.grad_bytes + a), layout.dp,
+                 layout.tp * layout.cp)
     pp = 0.0
-    if layout.pp > 1:
-        boundary = 2 * microbatches * layout.vpp * activation / (layout.tp if layout.tp > 1 else 1)
-        span = layout.tp * layout.cp * layout.dp
-        bandwidth = (cost["nvlink_bandwidth"] if span * 2 <= gpus_per_node
-                     else cost["network_bandwidth"])
-        pp = boundary / bandwidth
-    return {"compute": compute, "bubble": bubble, "tp": tp, "cp": cp, "ep": ep, "dp": dp,
-            "pp": pp}
+    if layout.pp > 1:  # the activation (sharded by sequence parallelism) and its gradient
+        boundary = 2 * microbatches * layout.vpp * activation / layout.tp
+        inside = layout.tp * layout.cp * layout.dp * 2 <= gpus_per_node
+        pp = boundary / cost["nvlink_bandwidth" if inside else "network_bandwidth"]
+    return {"tp": tp, "cp": cp, "ep": ep, "dp": dp, "pp": pp}
 
 
-def _rank_parameters(job: Job, layout: Layout) -> int:
+def _rank_parameters(job: Job) -> int:
     """Parameters a rank of the first stage holds (what its data-parallel group reduces)."""
     dense, expert = stage_parameters(job, 0)
     return dense + expert
@@ -360,6 +370,20 @@ def plan(base: Mapping[str, Any], gpus: int, *, gpus_per_node: int = 8,
     assumptions = assumptions or Assumptions()
     cost = {**COST, **(cost or {})}
     job = Job(base, assumptions)
+    _check_plannable(job)
+    batch = global_batch or int(base.get("global_batch_size") or 0) or gpus
+    search = _Search(base, gpus, gpus_per_node, batch, usable(device_memory), cost,
+                     assumptions)
+    priced = [row for sizes in families(job, gpus, gpus_per_node, batch, search.rejected)
+              for row in search.fitting(*sizes)]
+    priced.sort(key=lambda row: row.seconds)
+    rows = search.accepted(priced, top, validate, list(model_argv))
+    return PlanResult(rows, search.rejected, search.considered, len(priced), cost,
+                      assumptions, gpus, device_memory, resolve_options)
+
+
+def _check_plannable(job: Job) -> None:
+    """``ValueError`` for a model the estimate cannot size or judge."""
     if not job.sizable():
         raise ValueError("no plan: a size of the model (layers, hidden size, heads, sequence "
                          "length) is zero or less")
@@ -369,51 +393,61 @@ def plan(base: Mapping[str, Any], gpus: int, *, gpus_per_node: int = 8,
     if job.unknowns:
         raise ValueError("no plan: the memory estimate cannot judge this model: "
                          + "; ".join(unknown.words for unknown in job.unknowns))
-    batch = global_batch or int(base.get("global_batch_size") or 0) or gpus
-    rejected: dict[str, str] = {}
-    priced: list[Priced] = []
-    considered = 0
-    limit = usable(device_memory)
-    for tp, cp, pp, vpp, ep, etp, dp in families(job, gpus, gpus_per_node, batch, rejected):
-        smallest = None
-        found = False
+
+
+class _Search:
+    """One plan's search: sizes and prices each family's layouts, keeps what was dropped."""
+
+    def __init__(self, base: Mapping[str, Any], gpus: int, gpus_per_node: int, batch: int,
+                 limit: int, cost: Mapping[str, float], assumptions: Assumptions) -> None:
+        self.base, self.gpus, self.gpus_per_node, self.batch = base, gpus, gpus_per_node, batch
+        self.limit, self.cost, self.assumptions = limit, cost, assumptions
+        self.rejected: dict[str, str] = {}
+        self.considered = 0
+
+    def fitting(self, tp: int, cp: int, pp: int, vpp: int, ep: int, etp: int,
+                dp: int) -> list[Priced]:
+        """For each micro-batch, the cheapest recomputation that fits, priced; a family
+        with none is recorded as dropped, with the least it needs."""
+        found, smallest = [], None
         for mbs in MICRO_BATCH_SIZES:
-            if batch % (mbs * dp):
-                continue
-            microbatches = batch // (mbs * dp)
-            if vpp > 1 and microbatches % pp:
+            microbatches = self.batch // (mbs * dp) if self.batch % (mbs * dp) == 0 else 0
+            if not microbatches or (vpp > 1 and microbatches % pp):
                 continue  # the interleaved schedule needs micro-batches in multiples of PP
-            for recompute, count in options(job.layers // (pp * vpp)):
-                considered += 1
+            for recompute, count in options(int(self.base["num_layers"]) // (pp * vpp)):
+                self.considered += 1
                 layout = Layout(tp, cp, pp, vpp, ep, etp, dp, mbs, recompute, count)
-                sized = Job(layout.values(base, gpus), assumptions)
+                sized = Job(layout.values(self.base, self.gpus), self.assumptions)
                 needed = _worst_needed(sized)
-                if needed > limit:
-                    smallest = needed if smallest is None else min(smallest, needed)
-                    continue
-                terms = cost_terms(sized, layout, gpus, gpus_per_node, batch, cost)
-                priced.append(Priced(layout, needed, terms))
-                found = True
-                break  # more recomputation of this micro-batch only costs more
+                if needed <= self.limit:
+                    terms = cost_terms(sized, layout, self.gpus, self.gpus_per_node,
+                                       self.batch, self.cost)
+                    found.append(Priced(layout, needed, terms))
+                    break  # more recomputation of this micro-batch only costs more
+                smallest = needed if smallest is None else min(smallest, needed)
         if not found:
             family = Layout(tp, cp, pp, vpp, ep, etp, dp, 1, "none").family()
-            rejected[family] = ("does not fit with any micro-batch and recomputation" + (
-                f": the least it needs is {smallest / GIB:.1f} GiB of {limit / GIB:.1f}"
+            self.rejected[family] = ("does not fit with any micro-batch and recomputation" + (
+                f": the least it needs is {smallest / GIB:.1f} GiB of {self.limit / GIB:.1f}"
                 if smallest is not None else ": no micro-batch size divides the batch"))
-    priced.sort(key=lambda row: row.seconds)
-    rows: list[tuple[Priced, list[str]]] = []
-    for row in priced:
-        if len(rows) >= top:
-            break
-        argv = [*model_argv, *row.layout.flags()]
-        problem = validate(argv) if validate is not None else None
-        if problem is not None:
-            rejected[row.layout.family() + f" mbs{row.layout.mbs} {row.layout.recompute}"] = (
+        return found
+
+    def accepted(self, priced: list[Priced], top: int,
+                 validate: Callable[[list[str]], str | None] | None,
+                 model_argv: list[str]) -> list[tuple[Priced, list[str]]]:
+        """The first ``top`` of ``priced`` that ``validate`` accepts, with their argv."""
+        rows: list[tuple[Priced, list[str]]] = []
+        for row in priced:
+            if len(rows) >= top:
+                break
+            argv = [*model_argv, *row.layout.flags()]
+            problem = validate(argv) if validate is not None else None
+            if problem is None:
+                rows.append((row, argv))
+                continue
+            self.rejected[f"{row.layout.family()} mbs{row.layout.mbs} {row.layout.recompute}"] = (
                 "refused by the release's validation or pre-flight: " + problem)
-            continue
-        rows.append((row, argv))
-    return PlanResult(rows, rejected, considered, len(priced), cost, assumptions, gpus,
-                      device_memory, resolve_options)
+        return rows
 
 
 def _worst_needed(job: Job) -> int:
