@@ -264,13 +264,17 @@ def _forced_routing(skew: float) -> None:
     original = TopKRouter.routing
 
     def routing(self, logits, *args, **kwargs):
+        # the router hands routing() its logits as [sequence, batch, experts]: the bias
+        # goes on the experts' axis, over the tokens flattened (batch G's first run put it
+        # on the batch axis, which shifted every expert alike and forced nothing)
         ep = self.config.expert_model_parallel_size
         local = self.config.num_moe_experts // ep
-        chosen = int(round(skew / ep * logits.shape[0]))
-        bias = torch.full_like(logits, 0.0)
+        tokens = logits.reshape(-1, logits.shape[-1]).shape[0]
+        chosen = int(round(skew / ep * tokens))
+        bias = torch.zeros(tokens, logits.shape[-1], dtype=logits.dtype, device=logits.device)
         bias[:, :local] = -1e4
         bias[:chosen, :local] = 1e4
-        return original(self, logits + bias, *args, **kwargs)
+        return original(self, logits + bias.view(logits.shape), *args, **kwargs)
 
     TopKRouter.routing = routing
 
