@@ -676,16 +676,38 @@ def bench_torch_types(repeat: int) -> None:
            f"{extra * 1e3:+.1f} ms", None)
 
 
+# -- 11. megaplug plan ------------------------------------------------------------------
+
+#: The issue's plan case: a 70B dense model (Llama-3-70B-like) on 1,024 GPUs.
+PLAN_70B = ["--num-layers", "80", "--hidden-size", "8192", "--ffn-hidden-size", "28672",
+            "--num-attention-heads", "64", "--group-query-attention", "--num-query-groups", "8",
+            "--swiglu", "--normalization", "RMSNorm", "--position-embedding-type", "rope",
+            "--untie-embeddings-and-output-weights", "--disable-bias-linear",
+            "--vocab-size", "128256", "--seq-length", "4096", "--max-position-embeddings",
+            "4096", "--bf16", "--attention-dropout", "0", "--hidden-dropout", "0"]
+
+
+def bench_plan(repeat: int) -> None:
+    print("\n11. megaplug plan: a 70B dense model on 1,024 GPUs, the whole command")
+    env = dict(os.environ, CUDA_DEVICE_MAX_CONNECTIONS="1")
+    command = [*megaplug_command(), "plan", "--gpus", "1024", "--device-memory", "79.2GiB",
+               "--global-batch-size", "1024", "--top", "10", "--", *PLAN_70B]
+    samples = [wall(command, env) for _ in range(max(3, repeat // 3))]
+    print(f"  {stats(samples)}")
+    target("plan 70B on 1,024 GPUs under 2 s", f"{statistics.median(samples) * 1e3:.0f} ms",
+           statistics.median(samples) < 2.0)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--write", metavar="FILE", help="also write the results as Markdown")
-    parser.add_argument("--only", nargs="*", help="run only these sections (1-10)")
+    parser.add_argument("--only", nargs="*", help="run only these sections (1-11)")
     options = parser.parse_args()
     sections = {"1": bench_import, "2": bench_resolve_process, "3": bench_tensor_parallel,
                 "4": bench_commands, "5": bench_resolve_in_process, "6": bench_discovery_cache,
                 "7": bench_scaling, "8": bench_side_effects, "9": bench_torch_types,
-                "10": bench_interop}
+                "10": bench_interop, "11": bench_plan}
     load_before = os.getloadavg()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, repeat={options.repeat}, "
           f"load average {load_before[0]:.1f}")

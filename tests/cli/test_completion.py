@@ -92,7 +92,7 @@ def test_bash_completes_commands_options_and_their_choices(scripts):
                           "megaplug flags --plugin mo")
     assert found == [
         ["completion", "diff", "docs", "explain", "export", "flags", "import", "list",
-         "memory", "resolve", "schema", "upgrade"],
+         "memory", "plan", "resolve", "schema", "upgrade"],
         ["explain", "export"], ["--format"], ["json", "yaml"],
         ["--assume", "--help", "--json", "--no-autoload", "--order"], ["bash", "fish", "zsh"],
         ["model", "moe"],

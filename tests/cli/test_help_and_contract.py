@@ -53,8 +53,8 @@ def test_command_typos_get_did_you_mean(capsys):
     code, out, err = run(capsys, "lis")
     assert (code, out) == (2, "")
     assert err.strip() == ("megaplug: unknown command 'lis' (did you mean list?); the commands "
-                           "are list, flags, resolve, explain, diff, upgrade, memory, export, "
-                           "import, schema, completion, docs")
+                           "are list, flags, resolve, explain, diff, upgrade, memory, plan, "
+                           "export, import, schema, completion, docs")
     code, _, err = run(capsys, "explian", "lr")
     assert code == 2 and "did you mean explain?" in err
     code, _, err = run(capsys)

@@ -27,8 +27,9 @@ NO = ["0", "false", "no", "off", "False", " NO", "oFF "]
 UNSET = [None, "", "   "]
 NEITHER = ["maybe", "2", "-1", "y", "n", "enable", "tru", "0 0", "\u0661"]
 
-#: The variables megaplug reads that are not yes/no: names, paths.
-NOT_SWITCHES = {"MEGAPLUG_PLUGINS", "MEGAPLUG_DISABLE", "MEGAPLUG_CACHE_DIR"}
+#: The variables megaplug reads that are not yes/no: names, paths, numbers.
+NOT_SWITCHES = {"MEGAPLUG_PLUGINS", "MEGAPLUG_DISABLE", "MEGAPLUG_CACHE_DIR",
+                "MEGAPLUG_ASSUME_MOE_IMBALANCE"}
 
 
 def test_every_yes_no_variable_in_the_code_is_read_by_the_one_reader():

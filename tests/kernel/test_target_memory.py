@@ -40,7 +40,8 @@ def driver(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize(("text", "size"), [
     ("80GB", 80 * 10**9), ("139.8GiB", int(139.8 * GIB)), ("1024", 1024), ("512MiB", 512 << 20),
-    ("2TB", 2 * 10**12), (" none ", None)])
+    ("2TB", 2 * 10**12), (" none ", None), ("79.18GiB", 7918 * GIB // 100),
+    ("0.5KiB", 512)])
 def test_sizes_are_read_in_decimal_and_binary_units(text, size):
     assert parse_assumed_memory(text) == size
 
@@ -48,6 +49,13 @@ def test_sizes_are_read_in_decimal_and_binary_units(text, size):
 @pytest.mark.parametrize("text", ["", "GB", "80XB", "-1GB", "1.2.3GB", "0GB", "eighty"])
 def test_anything_else_is_refused_with_the_forms_it_takes(text):
     with pytest.raises(ValueError, match="--assume-device-memory"):
+        parse_assumed_memory(text)
+
+
+@pytest.mark.parametrize("text", ["1" * 400, "2048TiB", "9" * 30 + ".5TB"])
+def test_more_than_any_gpu_is_refused_not_overflowed(text):
+    """Read exactly (no float, which overflowed on 400 digits), and refused past 1 PiB."""
+    with pytest.raises(ValueError, match="is more memory than any GPU has"):
         parse_assumed_memory(text)
 
 

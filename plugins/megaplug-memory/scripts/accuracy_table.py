@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from corpus import GIB, device_memory, points, resolved, tolerance  # noqa: E402
 from measure_batches import unseen_names  # noqa: E402
 
-from megaplug_memory.estimator import estimate, usable  # noqa: E402
+from megaplug_memory.estimator import Assumptions, estimate, expandable, usable  # noqa: E402
 
 
 def _device(point: dict) -> str:
@@ -27,14 +27,18 @@ def main() -> None:
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     counts = {"ours": 0, "megatron": 0, "n": 0, "oom": 0, "refused": 0}
     for point in points():
-        ours = estimate(resolved(point), rank=point["rank"])[0].peak
+        assumptions = Assumptions(expandable_segments=expandable(point.get("alloc_conf")))
+        rank = estimate(resolved(point), rank=point["rank"], assumptions=assumptions)[0]
+        ours = rank.peak
         megatron = point["megatron_estimate_bytes"]
         name = point["name"] + (" (unseen)" if point["name"] in unseen else "")
         lead = f"| {name} | {_device(point)} | {point['rank']}"
         if point["outcome"] == "oom":
             counts["oom"] += 1
-            counts["refused"] += ours > usable(device_memory(point))
-            print(f"{lead} | out of memory | {ours / GIB:.1f} | - | {megatron / GIB:.1f} | - |")
+            # refused: the MoE bound plus the allocator's margin over what the device allows
+            counts["refused"] += rank.needed > usable(device_memory(point))
+            print(f"{lead} | out of memory | {ours / GIB:.1f} (needs {rank.needed / GIB:.1f}) "
+                  f"| - | {megatron / GIB:.1f} | - |")
             continue
         if point["outcome"] != "ok":
             continue

@@ -36,6 +36,11 @@ for path in sys.argv[1:]:
                  "allocated_after_step_bytes": raw.get("allocated_at_end"),
                  "megatron_estimate_bytes": (raw.get("megatron_estimate_bytes") or [None] * 3)[2],
                  "seconds": raw.get("seconds"),
+                 "seconds_per_iteration": raw.get("seconds_per_iteration"),
+                 "max_reserved_bytes": raw.get("max_reserved"),
+                 "inactive_split_peak_bytes": raw.get("inactive_split_peak"),
+                 "alloc_conf": raw.get("alloc_conf", (raw.get("env") or {}).get(
+                     "PYTORCH_CUDA_ALLOC_CONF", "")),
                  "device": raw.get("device", H200[0]),
                  "device_memory_bytes": raw.get("device_total_bytes", H200[1])}
         if outcome == "oom":

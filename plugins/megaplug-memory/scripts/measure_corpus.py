@@ -213,6 +213,72 @@ BATCHES["E"] = [
 ]
 
 
+# Batch F, for an 80 GB H100, measured for issue 38 (unseen: after the estimator was last
+# changed): full uniform and block recompute with TP x PP and with an interleaved pipeline
+# (the shapes a held-out round missed), and three points of batch E again with
+# PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, to measure what the allocator reserves
+# beyond the peak with and without it (``max_reserved`` against ``max_allocated``).
+EXPANDABLE = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+BLOCK2 = ["--recompute-granularity", "full", "--recompute-method", "block",
+          "--recompute-num-layers", "2"]
+BATCHES["F"] = [
+    config("llama8b-l16-tp2pp2-s4k-m2-full-first", "llama8b", 16, 16, 0, 4096, 2, 4, tp=2,
+           pp=2, extra=DO + FULL),
+    config("llama8b-l24-tp2pp2-s4k-m1-full-first", "llama8b", 24, 16, 0, 4096, 1, 4, tp=2,
+           pp=2, extra=DO + FULL),
+    config("llama8b-l32-tp2pp4vpp2-s4k-m1-block-first", "llama8b", 32, 16, 0, 4096, 1, 8,
+           tp=2, pp=4, extra=DO + BLOCK2 + ["--num-layers-per-virtual-pipeline-stage", "4"]),
+] + [dict(c, name=c["name"] + "-expandable", env=EXPANDABLE) for c in BATCHES["E"] if c["name"] in (
+    "llama8b-l8-dp8-s4k-m3", "llama8b-l16-dp8-s4k-m2-full", "mixtral-l8-ep8-s4k-m2-a2a")]
+
+
+# Batch G, routing set explicitly (MEASURE_MOE_SKEW, see _forced_routing): an expert rank
+# receiving 1x (balanced) and 2x its balanced tokens, under both dispatchers; and the
+# allocator's fragmentation (inactive_split_peak) with and without expandable segments at
+# two points near the H100's limit.
+def _skewed(cfg: dict, skew: str, dispatcher: list[str]) -> dict:
+    name = cfg["name"].replace("-ag", "") + ("-a2a" if dispatcher == A2A else "-ag")
+    argv = [a for a in cfg["argv"]]
+    index = argv.index("--moe-token-dispatcher-type")
+    argv[index:index + 2] = dispatcher
+    return dict(cfg, name=f"{name}-skew{skew}", argv=argv, env={"MEASURE_MOE_SKEW": skew})
+
+
+_EP4_AG = next(c for c in BATCHES["B"] if c["name"] == "mixtral-l8-ep4-s2k-m2-ag")
+_NEAR_LIMIT = [c for c in BATCHES["E"] if c["name"] in (
+    "llama8b-l8-dp8-s4k-m3", "mixtral-l8-ep8-s4k-m2-a2a")]
+BATCHES["G"] = [_skewed(_EP4_AG, skew, dispatcher) for dispatcher in (A2A, AG)
+                for skew in ("1", "2")] + [
+    dict(c, name=c["name"] + "-frag") for c in _NEAR_LIMIT] + [
+    dict(c, name=c["name"] + "-frag-expandable", env=EXPANDABLE) for c in _NEAR_LIMIT]
+
+
+def _forced_routing(skew: float) -> None:
+    """Route so that this rank's experts (the first ``experts / EP``) receive ``skew`` times
+    their balanced tokens: a share ``skew / EP`` of the tokens choose only local experts,
+    the rest none of them (needs top-k <= the local experts). With the stand-in
+    collectives every rank routes alike, so this rank receives EP copies of that share."""
+    import torch
+    from megatron.core.transformer.moe.router import TopKRouter
+
+    original = TopKRouter.routing
+
+    def routing(self, logits, *args, **kwargs):
+        # the router hands routing() its logits as [sequence, batch, experts]: the bias
+        # goes on the experts' axis, over the tokens flattened (batch G's first run put it
+        # on the batch axis, which shifted every expert alike and forced nothing)
+        ep = self.config.expert_model_parallel_size
+        local = self.config.num_moe_experts // ep
+        tokens = logits.reshape(-1, logits.shape[-1]).shape[0]
+        chosen = int(round(skew / ep * tokens))
+        bias = torch.zeros(tokens, logits.shape[-1], dtype=logits.dtype, device=logits.device)
+        bias[:, :local] = -1e4
+        bias[:chosen, :local] = 1e4
+        return original(self, logits + bias.view(logits.shape), *args, **kwargs)
+
+    TopKRouter.routing = routing
+
+
 # --- the child: one configuration in this process -------------------------------------------
 
 def tile(out, inp) -> None:
@@ -274,12 +340,19 @@ def child(megatron: str, result_path: str, argv: list[str]) -> None:
     import runpy
     import torch
 
-    record: dict = {"peak_after_iteration": [], "allocated_after_iteration": []}
+    record: dict = {"peak_after_iteration": [], "allocated_after_iteration": [],
+                    "seconds_per_iteration": []}
 
     def write():
         record["max_allocated"] = torch.cuda.max_memory_allocated()
         record["max_reserved"] = torch.cuda.max_memory_reserved()
         record["allocated_at_end"] = torch.cuda.memory_allocated()
+        # the allocator's fragmentation: free space inside segments that also hold live
+        # blocks, which it cannot release to serve a larger request (its peak bounds what
+        # the job must leave free beyond the allocated peak; docs/memory.md)
+        stats = torch.cuda.memory_stats()
+        record["inactive_split_peak"] = stats.get("inactive_split_bytes.all.peak")
+        record["alloc_conf"] = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
         properties = torch.cuda.get_device_properties(0)
         record["device"] = properties.name
         record["device_total_bytes"] = properties.total_memory
@@ -298,6 +371,9 @@ def child(megatron: str, result_path: str, argv: list[str]) -> None:
 
     _symmetric_collectives()
     sys.path.insert(0, megatron)
+    if os.environ.get("MEASURE_MOE_SKEW"):
+        _forced_routing(float(os.environ["MEASURE_MOE_SKEW"]))
+        record["moe_skew"] = float(os.environ["MEASURE_MOE_SKEW"])
     os.chdir(megatron)
     sys.argv = ["pretrain_gpt.py"] + argv
     import megatron.training.training as training
@@ -305,8 +381,13 @@ def child(megatron: str, result_path: str, argv: list[str]) -> None:
     original_step = training.train_step
 
     def train_step(*args, **kwargs):
+        # the iteration's wall time (compute alone: the fake process group moves no data),
+        # which calibrates `megaplug plan`'s compute term (docs/plan.md)
+        torch.cuda.synchronize()
+        started = time.perf_counter()
         result = original_step(*args, **kwargs)
         torch.cuda.synchronize()
+        record["seconds_per_iteration"].append(round(time.perf_counter() - started, 4))
         record["peak_after_iteration"].append(torch.cuda.max_memory_allocated())
         record["allocated_after_iteration"].append(torch.cuda.memory_allocated())
         return result
@@ -326,12 +407,23 @@ def child(megatron: str, result_path: str, argv: list[str]) -> None:
 
 # --- the driver ----------------------------------------------------------------------------
 
+def batch_configs(batch: str) -> list[dict]:
+    """A batch by its letter, or a JSON file of configurations (``name``, ``world_size``,
+    ``rank``, ``argv`` and optionally ``env`` each: what ``megaplug plan`` picks, written by
+    ``plugins/megaplug-plan/scripts/plan_batch.py``)."""
+    if batch in BATCHES:
+        return BATCHES[batch]
+    with open(batch) as handle:
+        return json.load(handle)
+
+
 def driver(options) -> None:
     os.makedirs(options.out, exist_ok=True)
-    results = os.path.join(options.out, f"corpus-{options.batch}.jsonl")
-    logs = os.path.join(options.out, f"logs-{options.batch}.txt")
+    label = os.path.splitext(os.path.basename(options.batch))[0]
+    results = os.path.join(options.out, f"corpus-{label}.jsonl")
+    logs = os.path.join(options.out, f"logs-{label}.txt")
     started = time.monotonic()
-    configs = BATCHES[options.batch]
+    configs = batch_configs(options.batch)
     if options.only:
         configs = [c for c in configs if c["name"] in options.only.split(",")]
     for cfg in configs:
@@ -345,7 +437,7 @@ def driver(options) -> None:
             os.remove(result_path)
         env = dict(os.environ, WORLD_SIZE=str(cfg["world_size"]), RANK=str(cfg["rank"]),
                    LOCAL_RANK="0", MASTER_ADDR="localhost", MASTER_PORT="29555",
-                   CUDA_DEVICE_MAX_CONNECTIONS="1", PYTHONUNBUFFERED="1")
+                   CUDA_DEVICE_MAX_CONNECTIONS="1", PYTHONUNBUFFERED="1", **cfg.get("env", {}))
         command = [sys.executable, os.path.abspath(__file__), "--child", result_path,
                    "--megatron", os.path.abspath(options.megatron), "--"] + COMMON + cfg["argv"]
         t0 = time.monotonic()
@@ -379,7 +471,8 @@ def driver(options) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--megatron", default=".mlm-mem/mlm")
-    parser.add_argument("--batch", default="A", choices=sorted(BATCHES))
+    parser.add_argument("--batch", default="A",
+                        help="a batch letter (" + ", ".join(sorted(BATCHES)) + ") or a JSON file")
     parser.add_argument("--out", default=os.environ.get("OUT", "/tmp/memory-corpus"))
     parser.add_argument("--scratch", default="/tmp")
     parser.add_argument("--budget", type=float, default=520,

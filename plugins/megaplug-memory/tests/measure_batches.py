@@ -21,8 +21,8 @@ def batches() -> dict:
 
 
 def unseen_names() -> set[str]:
-    """Points measured after the constants were fitted (batches C-E), but re-measurements
+    """Points measured after the constants were fitted (batches C-F), but re-measurements
     of a fitted point (batch D repeats one of batch A)."""
     every = batches()
     fitted = {config["name"] for config in every["A"]}
-    return {config["name"] for batch in "CDE" for config in every[batch]} - fitted
+    return {config["name"] for batch in "CDEF" for config in every[batch]} - fitted

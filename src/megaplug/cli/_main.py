@@ -153,7 +153,7 @@ def _run(tokens: list[str]) -> int:
         if options.command == "flags" and options.word is None and len(unknown) == 1:
             options.word, unknown = unknown[0], []  # `megaplug flags --num-layers`
         if options.command not in ("resolve", "explain", "diff", "upgrade", "memory",
-                                   "export") and unknown:
+                                   "export", "plan") and unknown:
             raise UsageError(f"megaplug {options.command}: unrecognized arguments: "
                              + " ".join(unknown) + f" (see megaplug {options.command} --help)")
         if options.command in _SHOWS_A_LINE and not _line_reported(options):
@@ -637,6 +637,12 @@ def _cmd_import(options: argparse.Namespace, args: list[str]) -> int:
     return run_import(options, args)
 
 
+def _cmd_plan(options: argparse.Namespace, args: list[str]) -> int:
+    from ._plan import run_plan
+
+    return run_plan(options, args)
+
+
 def _cmd_schema(options: argparse.Namespace, _: list[str]) -> int:
     def schema(kernel: Any) -> dict[str, Any] | None:
         from ._schema import config_schema
@@ -709,8 +715,8 @@ def _is_page_name(name: str) -> bool:
 
 _HANDLERS: dict[str, Callable[[argparse.Namespace, list[str]], int]] = {
     "list": _cmd_list, "flags": _cmd_flags, "resolve": _cmd_resolve, "explain": _cmd_explain,
-    "diff": _cmd_diff, "upgrade": _cmd_upgrade, "memory": _cmd_memory, "export": _cmd_export,
-    "import": _cmd_import, "schema": _cmd_schema,
+    "diff": _cmd_diff, "upgrade": _cmd_upgrade, "memory": _cmd_memory, "plan": _cmd_plan,
+    "export": _cmd_export, "import": _cmd_import, "schema": _cmd_schema,
     "completion": _cmd_completion, "docs": _cmd_docs,
 }
 

@@ -8,9 +8,11 @@ one under the ``megaplug.memory`` entry-point group, as ``megaplug-memory`` does
     [project.entry-points."megaplug.memory"]
     report = "megaplug_memory.report:memory_report"
 
-``report(values, device_memory_bytes, rank)`` receives the resolved values (Megatron's
-names), the device's memory in bytes (``None`` when unknown) and the one rank asked for
-(``None``: all), and returns an object with ``as_dict()`` (the JSON answer) and
+``report(values, device_memory_bytes, rank, environ=..., moe_imbalance=...)`` receives the
+resolved values (Megatron's names), the device's memory in bytes (``None`` when unknown),
+the one rank asked for (``None``: all), the job's environment (``PYTORCH_CUDA_ALLOC_CONF``:
+``--assume-alloc-conf``, else this process's) and ``--assume-moe-imbalance`` as given
+(``None``: the estimator's default), and returns an object with ``as_dict()`` (the JSON answer) and
 ``as_text()`` (the table), or raises ``ValueError`` saying why it cannot (exit 2). The
 target's memory is ``--assume-device-memory``, else the GPU NVML sees here, else unknown
 (no verdict).
@@ -62,7 +64,7 @@ def run_memory(options: argparse.Namespace, args: list[str]) -> int:
         raise UsageError(f"megaplug memory: --rank {options.rank} is not a rank of a job of "
                          f"{world_size} (WORLD_SIZE); give 0 to {world_size - 1}")
     try:
-        result = report(values, target.memory(), options.rank)
+        result = report(values, target.memory(), options.rank, **assumed(options))
     except ValueError as exc:
         raise UsageError(f"megaplug memory: {exc}") from None
     if options.format == "json":
@@ -70,6 +72,16 @@ def run_memory(options: argparse.Namespace, args: list[str]) -> int:
     else:
         sys.stdout.write(result.as_text())
     return EXIT_OK
+
+
+def assumed(options: argparse.Namespace) -> dict[str, Any]:
+    """The estimator's keyword arguments for what the run is assumed to be: the job's
+    environment (``--assume-alloc-conf`` standing for its ``PYTORCH_CUDA_ALLOC_CONF``) and
+    ``--assume-moe-imbalance`` as given."""
+    environ = dict(os.environ)
+    if options.assume_alloc_conf is not None:
+        environ["PYTORCH_CUDA_ALLOC_CONF"] = options.assume_alloc_conf
+    return {"environ": environ, "moe_imbalance": options.assume_moe_imbalance}
 
 
 def _one_rank_a_line(answer: dict[str, Any]) -> str:
@@ -86,5 +98,6 @@ def _one_rank_a_line(answer: dict[str, Any]) -> str:
         return f'  {{"rank": {int(row["rank"])}, {encoded[key]}'
 
     rows = ",\n".join(line(row) for row in answer["ranks"])
-    return (f'{{"device_memory_bytes": {to_json(answer["device_memory_bytes"])}, '
-            f'"ranks": [\n{rows}\n]}}\n')
+    head = ", ".join(f'"{name}": {to_json(value, indent=None)}'
+                     for name, value in answer.items() if name != "ranks")
+    return f'{{{head}, "ranks": [\n{rows}\n]}}\n'

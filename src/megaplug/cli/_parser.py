@@ -21,8 +21,8 @@ EXIT_FLUSH_FAILED = 120  # the interpreter's own code when flushing stdout at ex
 EXIT_OUTPUT_FAILED = EXIT_FLUSH_FAILED  # however the write failed, the same answer
 EXIT_INTERRUPTED = 128 + 2  # 128 + SIGINT, what the shell reports for a tool stopped by Ctrl-C
 
-COMMANDS = ("list", "flags", "resolve", "explain", "diff", "upgrade", "memory", "export",
-            "import", "schema", "completion", "docs")
+COMMANDS = ("list", "flags", "resolve", "explain", "diff", "upgrade", "memory", "plan",
+            "export", "import", "schema", "completion", "docs")
 
 _TRAINING_FLAGS_EPILOG = """\
 ARGS are the training flags, after `--`, exactly as a training script takes them:
@@ -61,8 +61,8 @@ def build_parser(completing: bool = False, only: str | None = None) -> argparse.
     adders: dict[str, Callable[[Any], None]] = {
         "list": _add_list, "flags": _add_flags, "resolve": _add_resolve,
         "explain": _add_explain, "diff": lambda c: _add_diff(c, with_sides=not completing),
-        "upgrade": _add_upgrade, "memory": _add_memory, "export": _add_export,
-        "import": _add_import, "schema": _add_schema,
+        "upgrade": _add_upgrade, "memory": _add_memory, "plan": _add_plan,
+        "export": _add_export, "import": _add_import, "schema": _add_schema,
         "completion": _add_completion,
         "docs": _add_docs}
     for name, add in adders.items():
@@ -182,14 +182,62 @@ def _add_memory(commands: Any) -> None:
                       usage="megaplug memory [--rank R] [--format text|json] "
                             "[--assume-device-memory SIZE] [options] [--] ARGS...",
                       epilog="WORLD_SIZE is the job's number of ranks (as torchrun sets it):\n"
-                             "  WORLD_SIZE=64 megaplug memory --assume-device-memory 80GB -- "
+                             "  WORLD_SIZE=64 megaplug memory --assume-device-memory 79.2GiB -- "
                              "--num-layers 32 ...\n" + _TRAINING_FLAGS_EPILOG.format(
                                  command="memory"))
     memory.add_argument("--rank", type=int, metavar="R", help="only this rank")
     memory.add_argument("--format", choices=("text", "json"), default="text",
                         help="output format (default: text)")
+    _estimate_options(memory)
     _resolve_options(memory)
     _plugin_options(memory)
+
+
+def _add_plan(commands: Any) -> None:
+    """``megaplug plan`` (cli/_plan.py; the search is the megaplug-memory plugin's)."""
+    plan = _command(commands, "plan",
+                    "every parallel layout of a model on N GPUs that fits, ranked by cost",
+                    usage="megaplug plan --gpus N [--gpus-per-node 8] [--device-memory SIZE] "
+                          "[--global-batch-size B] [--top K] [--format text|json] [--explain] "
+                          "[options] -- MODEL FLAGS...",
+                    epilog="MODEL FLAGS are the model's training flags without a layout:\n"
+                           "  megaplug plan --gpus 1024 --device-memory 79.2GiB "
+                           "--global-batch-size 1024 -- --num-layers 80 ...\n"
+                           "Each row is a command line `megaplug resolve` accepts; "
+                           "docs/plan.md explains the cost model.")
+    plan.add_argument("--gpus", type=int, required=True, metavar="N",
+                      help="GPUs of the job (its WORLD_SIZE)")
+    plan.add_argument("--gpus-per-node", type=int, default=8, metavar="G",
+                      help="GPUs a node holds, joined by NVLink (default: 8)")
+    plan.add_argument("--device-memory", metavar="SIZE",
+                      help="each GPU's memory (79.2GiB for an 80 GB H100); default: "
+                           "--assume-device-memory, else the GPU here")
+    plan.add_argument("--global-batch-size", type=int, metavar="B",
+                      help="sequences per iteration (default: the flags', else N)")
+    plan.add_argument("--top", type=int, default=10, metavar="K",
+                      help="how many layouts to print (default: 10)")
+    plan.add_argument("--format", choices=("text", "json"), default="text",
+                      help="output format (default: text)")
+    plan.add_argument("--explain", action="store_true",
+                      help="also say why each family of layouts that was dropped was dropped")
+    for name, default in (("peak-tflops", "989"), ("nvlink-gbps", "360"),
+                          ("network-gbps", "40")):
+        plan.add_argument(f"--{name}", type=float, metavar="X",
+                          help=f"the cost model's {name.replace('-', ' ')} (default: {default}; "
+                               "docs/plan.md)")
+    _estimate_options(plan)
+    _resolve_options(plan)
+    _plugin_options(plan)
+
+
+def _estimate_options(sub: argparse.ArgumentParser) -> None:
+    """What a memory estimate assumes of the run (``memory`` and ``plan``)."""
+    sub.add_argument("--assume-moe-imbalance", metavar="X",
+                     help="a dropless MoE layer's bound: an expert rank receives up to X times "
+                          "its balanced tokens (default: MEGAPLUG_ASSUME_MOE_IMBALANCE, else 2)")
+    sub.add_argument("--assume-alloc-conf", metavar="CONF",
+                     help="the job's PYTORCH_CUDA_ALLOC_CONF (e.g. expandable_segments:True); "
+                          "default: this environment's")
 
 
 def _add_export(commands: Any) -> None:

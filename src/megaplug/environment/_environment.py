@@ -314,6 +314,10 @@ _MEMORY_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10*
                  "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
 
 
+#: The most device memory ``--assume-device-memory`` takes: beyond it no GPU is meant.
+_LARGEST_DEVICE_MEMORY = 1 << 50
+
+
 def parse_assumed_memory(text: str) -> int | None:
     """``--assume-device-memory``: a size (``139.8GiB``, ``80GB``, ``85899345920``) in bytes,
     or ``none`` (unknown); ``ValueError`` for anything else."""
@@ -327,9 +331,14 @@ def parse_assumed_memory(text: str) -> int | None:
             or not (fraction == "" or _is_number(fraction))):
         raise ValueError(f"--assume-device-memory expects a size such as 80GB, 139.8GiB or "
                          f"a number of bytes, or none, got {text!r}")
-    size = int(float(number) * _MEMORY_UNITS[unit])
+    # exact integer arithmetic: a float would lose bytes, and overflow on a long number
+    scale = 10 ** len(fraction)
+    size = (int(whole or "0") * scale + int(fraction or "0")) * _MEMORY_UNITS[unit] // scale
     if size <= 0:
         raise ValueError(f"--assume-device-memory must be positive, got {text!r}")
+    if size > _LARGEST_DEVICE_MEMORY:
+        raise ValueError(f"--assume-device-memory {text[:40]!r}{'...' if len(text) > 40 else ''}"
+                         f" is more memory than any GPU has (at most 1 PiB is taken)")
     return size
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .estimator import GIB, Job, estimate, usable
+from .estimator import GIB, Assumptions, Job, estimate, usable, verdict
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -73,9 +73,9 @@ CHANGES = ((_distributed_optimizer, 0), (_selective_recompute, 1), (_smaller_mic
            (_more_tensor_parallel, 3), (_more_pipeline_parallel, 3), (_full_recompute, 5))
 
 
-def worst_peak(values: dict[str, Any]) -> Any:
-    """The estimate of the rank with the largest predicted peak."""
-    return max(estimate(values), key=lambda rank: rank.peak)
+def worst_peak(values: dict[str, Any], assumptions: Assumptions | None = None) -> Any:
+    """The estimate of the rank that needs the most (its bound plus the allocator's margin)."""
+    return max(estimate(values, assumptions=assumptions), key=lambda rank: rank.needed)
 
 
 def _candidates(values: dict[str, Any]) -> list[tuple[int, dict[str, Any], str]]:
@@ -93,46 +93,92 @@ def _candidates(values: dict[str, Any]) -> list[tuple[int, dict[str, Any], str]]
     return found
 
 
-def cheapest_fit(values: dict[str, Any], device_memory: int) -> str | None:
+def cheapest_fit(values: dict[str, Any], device_memory: int,
+                 assumptions: Assumptions | None = None) -> str | None:
     """The cheapest change (or pair) after which the estimator predicts every rank fits, as
-    words with its predicted peak; None if none does. Ties go to the earlier change."""
+    words with what it then needs; None if none does. Ties go to the earlier change."""
     for _, changed, words in sorted(_candidates(values), key=lambda found: found[0]):
         if not Job(changed).sizable():
             continue
-        peak = worst_peak(changed).peak
-        if peak <= usable(device_memory):
-            return f"{words}: predicted peak {peak / GIB:.1f} GiB"
+        needed = worst_peak(changed, assumptions).needed
+        if needed <= usable(device_memory):
+            return f"{words}: predicted to need {needed / GIB:.1f} GiB"
     return None
 
 
-def fits_device(config: Draft) -> None:
-    """Refuse when the worst rank's predicted peak exceeds what the target GPU can allocate.
+def assumptions_of(config: Draft) -> Assumptions | None:
+    """The target environment's assumptions (``PYTORCH_CUDA_ALLOC_CONF``,
+    ``MEGAPLUG_ASSUME_MOE_IMBALANCE``); None, with a problem, when the stated imbalance
+    is not a number of 1 or more."""
+    try:
+        return Assumptions.from_environment(config.env.getenv)
+    except ValueError as exc:
+        config.error(f"MEGAPLUG_ASSUME_MOE_IMBALANCE: {exc}", flags=(),
+                     hint="set it to 1 (balanced routing) or more, or unset it (default 2)")
+        return None
 
-    Only when the target's memory is known (``--assume-device-memory``, or the GPU here).
+
+def fits_device(config: Draft) -> None:
+    """Refuse when the rank that needs the most -- its peak at the bound of MoE routing,
+    plus the allocator's margin -- exceeds what the target GPU can allocate.
+
+    Only when the target's memory is known (``--assume-device-memory``, or the GPU here),
+    and never from a figure that leaves something out (FSDP, offloading: no verdict); a
+    tokenizer-defined vocabulary leaves a lower bound, refused only when it is already over.
     """
     device_memory = config.env.memory()
     if device_memory is None:
         return
     values = config.to_dict()
-    if not Job(values).sizable():
+    job = Job(values)
+    if not job.sizable():
         return  # a size of zero or less: the plugin owning it reports that
-    worst = worst_peak(values)
-    limit = usable(device_memory)
-    if worst.peak <= limit:
+    if _refused_as_oversized(config, job):
         return
+    assumptions = assumptions_of(config)
+    if assumptions is None:
+        return
+    job = Job(values, assumptions)
+    worst = worst_peak(values, assumptions)
+    if verdict(job, worst, device_memory) is not False:
+        return
+    limit = usable(device_memory)
     biggest = worst.biggest_part()
-    hint = cheapest_fit(values, device_memory) or (
+    hint = cheapest_fit(values, device_memory, assumptions) or (
         "no single change tried (distributed optimizer, recompute, a smaller micro-batch, "
         "more tensor or pipeline parallelism) fits: use more GPUs or a smaller model")
     config.error(
         f"rank {worst.rank} (pipeline stage {worst.stage}) is predicted to need "
-        f"{worst.peak / GIB:.1f} GiB of GPU memory at its peak, more than the "
-        f"{limit / GIB:.1f} GiB a {device_memory / GIB:.1f} GiB GPU can allocate; its biggest "
-        f"part is {biggest} ({worst.parts[biggest] / GIB:.1f} GiB); `megaplug memory` shows "
-        "every part",
+        f"{worst.needed / GIB:.1f} GiB of GPU memory ({_what_is_needed(job, worst)}), more "
+        f"than the {limit / GIB:.1f} GiB a {device_memory / GIB:.1f} GiB GPU can allocate; "
+        f"its biggest part is {biggest} ({worst.bound_parts[biggest] / GIB:.1f} GiB); "
+        "`megaplug memory` shows every part",
         flags=("--micro-batch-size", "--seq-length", "--tensor-model-parallel-size",
                "--pipeline-model-parallel-size", "--recompute-granularity"),
         hint=hint)
+
+
+def _refused_as_oversized(config: Draft, job: Job) -> bool:
+    """Refuse sizes no GPU holds (past 2**40), which the estimate does not take."""
+    oversized = job.too_large()
+    if oversized:
+        config.error(f"no GPU holds this model: {', '.join(oversized)} (the memory estimate "
+                     f"takes sizes up to 2**40)",
+                     flags=tuple(name.partition("=")[0] for name in oversized),
+                     hint="check the sizes given")
+    return bool(oversized)
+
+
+def _what_is_needed(job: Job, rank: Any) -> str:
+    """The words for what a refusal adds up: the peak, the MoE bound, the margin."""
+    words = f"peak {rank.peak / GIB:.1f} GiB"
+    if rank.bound != rank.peak:
+        words += (f", {rank.bound / GIB:.1f} GiB with experts receiving "
+                  f"{job.moe_bound_factor():g}x their balanced tokens")
+    words += f", plus {rank.margin / GIB:.1f} GiB allocator margin"
+    if not job.fits_claimable:
+        words += "; a lower bound: " + "; ".join(u.words for u in job.unknowns)
+    return words
 
 
 CHECKS = (fits_device,)

@@ -12,6 +12,7 @@ from . import (
     attention,
     batch_invariant,
     cuda_graphs,
+    first_step,
     fusions,
     hyper_connections,
     inference,
@@ -46,6 +47,7 @@ FAMILIES: dict[str, tuple[Check, ...]] = {
     "parallelism": parallel.CHECKS,
     "hyper-connections": hyper_connections.CHECKS,
     "layer construction (warnings)": model_build.CHECKS,
+    "first training step": first_step.CHECKS,
 }
 
 CHECKS: tuple[Check, ...] = tuple(check for family in FAMILIES.values() for check in family)
