@@ -60,7 +60,7 @@ def moe_router_needs_transformer_engine_before_0_17(config: Draft) -> None:
 
     Its gate names ``te_general_gemm``, defined only when Transformer Engine imports:
     without it the first forward raises ``NameError``."""
-    if not view.experts(config) or config.env.line_at_least("megatron_core", "0.17"):
+    if not view.experts(config) or config.env.megatron.at_least("0.17.0"):
         return
     env = config.env
     if env.package_version(TRANSFORMER_ENGINE) is not None or not env.knows_package(
