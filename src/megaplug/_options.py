@@ -6,16 +6,12 @@ from __future__ import annotations
 
 import enum
 import functools
-import json
-import math
 import types
-from argparse import ArgumentTypeError
 
-from ._errors import shorten
 from ._record import MutableRecord, Record
+from .values._conversion import converted_value
 from .values._options_class import MISSING, OptionsField, from_dataclass_field, build
-from .values._types import float_or_infinity, is_dtype
-from .values._nesting import converted
+from .values._types import choice_name  # noqa: F401  (re-exported: how choices are shown)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,9 +19,6 @@ if TYPE_CHECKING:
 
 ACTIONS = ("store", "store_true", "store_false", "store_const", "boolean_optional", "append",
            "count")
-_BOOLEAN_ACTIONS = ("store_true", "store_false", "boolean_optional")
-#: How much of a value a conversion problem quotes (a 5,000-digit number is not quoted whole).
-_SHOWN_CHARS = 100
 
 
 class _Marker(Record):
@@ -140,66 +133,7 @@ class FlagSpec(MutableRecord):
         ``[128, 0]`` for ``--window-size 128,0``), and a list holds as many values as
         ``nargs`` lets the command line give. Choices are :meth:`check_choice`'s job.
         """
-        if raw is None:
-            return raw
-        if self.kind == "computed":  # no declared type: a value, not a foreign object
-            return _plain_value(raw)
-        if self.action in _BOOLEAN_ACTIONS:
-            if isinstance(raw, bool):
-                return raw
-            raise ValueError(f"expected true or false, got {raw!r}")
-        if not self.takes_value:
-            return raw  # store_const / count: the value as loaded
-        if self.nargs in ("+", "*") or isinstance(self.nargs, int):
-            from .values._loaded import loaded_items  # as many values as the command line's
-
-            return [self._convert_one(item)
-                    for item in loaded_items(raw, self.nargs)]
-        return self._convert_one(raw)
-
-    def _convert_one(self, raw: Any) -> Any:
-        value = self._parse_one(raw)
-        # A float setting means a finite number (a learning rate, a loss scale, a timeout):
-        # inf and nan would train on silently. A setting where infinity means something
-        # declares it with type=float_or_infinity, which refuses nan and -inf itself.
-        if type(value) is float and not math.isfinite(value) and (
-                self.type is not float_or_infinity):
-            shown = raw if isinstance(raw, str) else value
-            raise ValueError(f"{shorten(repr(shown), _SHOWN_CHARS)} is not a finite number")
-        return value
-
-    def _parse_one(self, raw: Any) -> Any:
-        if not isinstance(raw, str):
-            if self.type in (int, float, str, None):
-                return self._plain_scalar(raw)
-            if isinstance(raw, enum.Enum) or is_dtype(raw):
-                return raw  # already the parsed value (a caller default, a checkpoint)
-        try:
-            if not isinstance(raw, str):  # a loaded value: the one whose JSON form it is
-                from .values._loaded import from_loaded
-
-                return converted(from_loaded, raw, self.type, self.choices)
-            return raw if self.type is None else converted(self.type, raw)
-        except (TypeError, ValueError, ArgumentTypeError, OverflowError) as exc:
-            detail = f" ({shorten(str(exc), _SHOWN_CHARS)})" if str(exc) else ""
-            raise ValueError(f"invalid {self.type_name} value "
-                             f"{shorten(repr(raw), _SHOWN_CHARS)}{detail}") from None
-
-    def _plain_scalar(self, raw: Any) -> Any:
-        """A loaded scalar for an ``int``, ``float`` or ``str`` flag, or ``ValueError``."""
-        # A plugin reads an int flag as an int: a 1.5, a list or a mapping must stop here --
-        # and so must anything else a loaded source holds (a tensor in a checkpoint).
-        if type(raw) in (int, float):
-            if self.type in (str, None):
-                return str(raw)  # as the same number typed on the command line
-            if self.type is float:
-                try:
-                    return float(raw)
-                except OverflowError:
-                    raise ValueError(f"{raw} is too large for a float") from None
-            if type(raw) is int or (math.isfinite(raw) and raw.is_integer()):
-                return int(raw)
-        raise ValueError(f"expected {self.type_name or 'text'}, got {_shown(raw)}")
+        return converted_value(self, raw)
 
     def check_choice(self, value: Any) -> bool:
         if self.choices is None or value is None:
@@ -226,42 +160,6 @@ class FlagSpec(MutableRecord):
         if self.action == "store_const" or (self.nargs == "?" and self.const is not None):
             kwargs["const"] = self.const
         return strings, kwargs
-
-
-def _plain_value(raw: Any) -> Any:
-    """``raw`` if a setting can hold it -- None, a bool, an int, a finite float, text, an
-    enum member, a dtype, or lists, tuples and mappings of these -- else ValueError."""
-    # a loop, not recursion, over each container once: a pickle may nest a list 100,000
-    # deep, or hold itself
-    pending, seen = [raw], set()
-    while pending:
-        item = pending.pop()
-        kind = type(item)
-        if kind in (list, tuple, dict):
-            if id(item) not in seen:
-                seen.add(id(item))
-                pending.extend(item if kind is not dict else (*item.keys(), *item.values()))
-        elif kind is float and not math.isfinite(item):
-            raise ValueError(f"{item!r} is not a finite number")
-        elif not (item is None or kind in (bool, int, float, str)
-                  or isinstance(item, enum.Enum) or is_dtype(item)):
-            raise ValueError(f"expected a plain value, got {_shown(item)}")
-    return raw
-
-
-def _shown(raw: Any) -> str:
-    """A loaded value in a message, with its type where the repr hides it (``tensor(4)``)."""
-    kind = type(raw)
-    shown = shorten(repr(raw), _SHOWN_CHARS)
-    if raw is None or kind in (bool, int, float, str, list, dict, tuple):
-        return shown
-    return f"{shown} (a {kind.__module__}.{kind.__qualname__})"
-
-
-def choice_name(choice: Any) -> str:
-    """How a choice is shown and typed: an enum member by its name, anything else as text."""
-    name = getattr(choice, "name", None)
-    return str(name if name is not None and not isinstance(choice, (int, str)) else choice)
 
 
 def enum_by_name(enum_class: type[enum.Enum]) -> Callable[[str], enum.Enum]:

@@ -28,6 +28,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = tuple(f"megaplug.builtin.{name}" for name in 
 
 _BLOCKED = "blocked by -p no: / MEGAPLUG_DISABLE"
 
+
 class Requirement(FrozenRecord):
     """An optional package a plugin needs: import name and an optional minimum version."""
 

@@ -45,7 +45,7 @@ def test_list_shows_the_problem_in_text_as_in_json(capsys, clean_env):
 
 
 def test_a_newer_version_is_a_warning_everywhere(capsys, clean_env):
-    warning = "megatron_core 0.25.0 (as stated) is newer than any line megaplug knows"
+    warning = "megatron_core 0.25.0 (as stated) is newer than any release megaplug knows"
     code, out, err = run(capsys, "flags", "num-experts", "--assume", "megatron_core=0.25.0")
     assert code == 0 and "--num-experts" in out
     assert err.startswith(f"megaplug: warning: {warning}")
@@ -63,9 +63,13 @@ def test_assume_refuses_what_the_release_lines_cannot_read(capsys, clean_env, ve
                "is not a version" in err
 
 
-@pytest.mark.parametrize("version,line", [("0.17", "0.17"), ("0.17.1rc0", "0.17"),
-                                          ("0.19.2+local", "0.19"), ("main", "main")])
-def test_assume_takes_what_the_release_lines_read(capsys, clean_env, version, line):
+@pytest.mark.parametrize("version,release", [
+    ("0.17", "0.17.0 (megatron_core 0.17, as stated)"),
+    ("0.17.1rc0", "0.17.1 (megatron_core 0.17.1rc0, as stated; a pre-release of 0.17.1"),
+    ("0.19.2+local", "0.19.2 (megatron_core 0.19.2+local, as stated; a local build of 0.19.2"),
+    ("0.16.7", "0.16.1 (megatron_core 0.16.7, as stated; "),
+    ("main", "main ")])
+def test_assume_takes_what_the_releases_read(capsys, clean_env, version, release):
     code, out, _ = run(capsys, "list", "--assume", f"megatron_core={version}")
     assert code == 0
-    assert f"target Megatron: {line} " in out
+    assert f"target Megatron: {release}" in out

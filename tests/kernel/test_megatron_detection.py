@@ -54,14 +54,14 @@ def info(major: int, minor: int, patch: int, extra: bytes = b"") -> bytes:
     return f"MAJOR = {major}\nMINOR = {minor}\nPATCH = {patch}\n".encode() + extra
 
 
-@pytest.mark.parametrize("version,line", [("0.19.2", "0.19"), ("0.14.0", "0.14"),
-                                          ("0.13.1", "0.13")])
+@pytest.mark.parametrize("version,release", [("0.19.2", "0.19.2"), ("0.14.0", "0.14.0"),
+                                             ("0.13.1", "0.13.1"), ("0.16.3", "0.16.1")])
 def test_a_wheel_whose_megatron_is_a_namespace_package_is_found(on_path, tmp_path, version,
-                                                                 line):
+                                                                 release):
     wheel_layout(tmp_path, version, info(0, 0, 0))
     on_path(tmp_path)
     choice = TargetEnvironment().line_choice()
-    assert (choice.line, choice.version, choice.source) == (line, version,
+    assert (choice.line, choice.version, choice.source) == (release, version,
                                                             "installed megatron-core")
 
 
@@ -69,7 +69,7 @@ def test_a_source_checkout_without_megatron_init_reads_package_info(on_path, tmp
     wheel_layout(tmp_path, None, info(0, 17, 1))  # Megatron-LM's tree has no megatron/__init__
     on_path(tmp_path)
     choice = TargetEnvironment().line_choice()
-    assert (choice.line, choice.version) == ("0.17", "0.17.1")
+    assert (choice.line, choice.version) == ("0.17.1", "0.17.1")
     assert choice.source == f"megatron.core's package_info in {tmp_path / 'megatron'}"
 
 
@@ -147,7 +147,7 @@ def test_a_stated_version_is_never_looked_up(on_path, tmp_path):
     os.mkfifo(core / "package_info.py")
     on_path(tmp_path)
     choice = TargetEnvironment(packages={"megatron_core": "0.17.1"}).line_choice()
-    assert (choice.line, choice.problem) == ("0.17", None)
+    assert (choice.line, choice.problem) == ("0.17.1", None)
 
 
 @pytest.mark.parametrize("version", [0.17, 17, b"0.17", ["0.17"]])

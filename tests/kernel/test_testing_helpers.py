@@ -154,13 +154,13 @@ def test_the_resolve_fixture_resolves_under_the_release_its_target_names(resolve
         resolve("--muon-tp-mode", "duplicated", packages={"megatron_core": "0.15.0"})
 
 
-def test_a_kernel_refuses_a_target_of_another_release_line():
+def test_a_kernel_refuses_a_target_of_another_release():
     kernel, _ = megaplug.load(environ={}, target=megaplug.TargetEnvironment(
         packages={"megatron_core": "0.19.2"}))
     other = megaplug.TargetEnvironment(packages={"megatron_core": "0.15.0"}, environ={})
     with pytest.raises(megaplug.ConfigError) as error:
         kernel.resolve(MINIMAL_ARGV, target=other)
     assert [(p.message, p.hint) for p in error.value.problems] == [(
-        "this kernel's flag table is for megatron_core 0.19, but the target runs "
-        "megatron_core 0.15", "resolve with the kernel of the target's line: "
+        "this kernel's flag table is for megatron_core 0.19.2, but the target runs "
+        "megatron_core 0.15.0", "resolve with the kernel of the target's release: "
         "megaplug.load(target=TARGET) or megaplug.resolve(argv, target=TARGET)")]

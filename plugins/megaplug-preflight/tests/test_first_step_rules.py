@@ -42,17 +42,17 @@ def test_the_near_misses_pass(argv):
     assert first_step_problems(argv) == []
 
 
-@pytest.mark.parametrize("release, refused", [
-    ("0.13.0", True), ("0.14.1", True), ("0.15.0", True), ("0.16.0", True),
-    ("0.17.1", False), ("0.19.2", False)])
-def test_the_router_needs_transformer_engine_before_0_17(release, refused):
-    packages = {"megatron_core": release, "transformer_engine": None}
+@pytest.mark.parametrize("version, release, refused", [
+    ("0.13.0", "0.13.0", True), ("0.14.1", "0.14.0", True), ("0.15.0", "0.15.0", True),
+    ("0.16.1", "0.16.1", True), ("0.17.0", "0.17.0", False), ("0.19.2", "0.19.2", False)])
+def test_the_router_needs_transformer_engine_before_0_17(version, release, refused):
+    packages = {"megatron_core": version, "transformer_engine": None}
     found = first_step_problems([*MOE], packages)
     expected = [(f"the MoE router of this release needs Transformer Engine, not installed "
                  f"(NameError: name 'te_general_gemm' is not defined, in its gating); "
-                 f"Megatron {release.rpartition('.')[0]} would raise this at the first "
+                 f"Megatron {release} would raise this at the first "
                  f"training iteration", ("--num-experts",),
-                 "install Transformer Engine, or use Megatron 0.17 or later for MoE without it")]
+                 "install Transformer Engine, or use Megatron 0.17.0 or later for MoE without it")]
     assert found == (expected if refused else [])
 
 

@@ -529,18 +529,19 @@ def as_flags(table: Any, settings: dict[str, Any]) -> tuple[list[str], list[str]
 
 def _as_text(spec: Any, value: Any) -> str:
     """One value in JSON form as the command line writes it: a choice by its name."""
-    from .._options import choice_name
+    from ..values._types import choice_name
 
     for choice in spec.choices or ():
         if encode(choice) == value:
             return choice_name(choice)
     if isinstance(value, str):
         return value
+    from ..values._conversion import converted_item
     from ..values._loaded import _texts, same_json
 
     for text in [*(_texts(value)), str(value)]:  # the one the flag's parser reads back
         try:
-            if same_json(encode(spec._convert_one(text)), value):
+            if same_json(encode(converted_item(spec, text)), value):
                 return text
         except ValueError:
             continue

@@ -82,7 +82,7 @@ def _importable_version() -> Found:
         if os.path.isdir(os.path.join(location, "core")):
             return _version_of(root, location)
     if portions:
-        return None, "megatron importable here, without megatron.core", None
+        return None, f"megatron importable here ({portions[0][1]}), without megatron.core", None
     return None, "no megatron-core installed or stated", None
 
 

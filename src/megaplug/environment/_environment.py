@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 _NOT_ASKED = object()
 #: What to do about a kernel whose flag table is for another line than its target's.
-OTHER_LINE_HINT = ("resolve with the kernel of the target's line: megaplug.load(target=TARGET) "
+OTHER_LINE_HINT = ("resolve with the kernel of the target's release: megaplug.load(target=TARGET) "
                    "or megaplug.resolve(argv, target=TARGET)")
 
 #: Import names whose distribution is spelled differently on PyPI.

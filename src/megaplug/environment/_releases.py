@@ -111,6 +111,18 @@ def _numbers(version: str) -> tuple[tuple[int, int, int], str] | None:
     return (parts[0], parts[1], parts[2] if len(parts) > 2 else 0), rest.lstrip(".-_+")
 
 
+def _build_kind(version: str, suffix: str) -> str:
+    """What a version's text after its release numbers makes it (PEP 440's words): ``rc1``
+    a pre-release, ``post1`` a post-release, ``+local`` a local build."""
+    if suffix.startswith("post"):
+        return "a post-release"
+    if suffix.startswith("dev"):
+        return "a development build"
+    if "+" in version and not _numbers(version.split("+", 1)[0])[1]:  # type: ignore[index]
+        return "a local build"
+    return "a pre-release"
+
+
 def line_of(version: str, source: str) -> LineChoice:
     """The release a version selects: a measured release is itself, a pre-release its
     release, an unmeasured version between two measured ones the nearest earlier (said in
@@ -125,7 +137,8 @@ def line_of(version: str, source: str) -> LineChoice:
     numbers, suffix = parsed
     exact = next((release for found, release in _NUMBERED if found == numbers), None)
     if exact is not None:
-        note = (f"a pre-release of {exact}, resolved as that release" if suffix else None)
+        note = (f"{_build_kind(version, suffix)} of {exact}, resolved as that release"
+                if suffix else None)
         return LineChoice(exact, version, source, note=note)
     newest_minor = max(found[:2] for found, _ in _NUMBERED)
     if numbers[:2] > newest_minor:

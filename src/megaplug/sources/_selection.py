@@ -115,9 +115,9 @@ _PLUGIN_NAME = r"^[\w.-]+$"  # compiled when first used
 #: before any other plugin, so a third party's plugin that claims one of their names or
 #: flags, or contradicts their order, is the one refused: a newcomer cannot break them.
 SHIPPED_DISTRIBUTIONS = frozenset({
-    "megaplug-distillation", "megaplug-fsdp", "megaplug-gtp", "megaplug-inference",
-    "megaplug-kitchen", "megaplug-memory", "megaplug-mla", "megaplug-moe",
-    "megaplug-preflight", "megaplug-rl"})
+    "megaplug-bridge", "megaplug-distillation", "megaplug-fsdp", "megaplug-gtp",
+    "megaplug-inference", "megaplug-kitchen", "megaplug-memory", "megaplug-mla",
+    "megaplug-moe", "megaplug-preflight", "megaplug-rl"})
 
 
 def is_shipped(record: Any) -> bool:

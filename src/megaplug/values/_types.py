@@ -82,3 +82,9 @@ def float_or_infinity(text: str) -> float:
 # Shown as ``float`` wherever a type is named (``megaplug flags``, messages, argparse's
 # "invalid float value"): it is one, as Megatron declares the setting.
 float_or_infinity.__name__ = "float"
+
+
+def choice_name(choice: Any) -> str:
+    """How a choice is shown and typed: an enum member by its name, anything else as text."""
+    name = getattr(choice, "name", None)
+    return str(name if name is not None and not isinstance(choice, (int, str)) else choice)

@@ -5,6 +5,7 @@ not installed (the main suite) every module here is skipped. The shared parity c
 their runner are the core tier's (``tests/megatron/reference.py``).
 """
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -17,6 +18,14 @@ import pytest
 INTEROP_DIR = os.environ.get("MEGAPLUG_MEGATRON_INTEROP", str(
     Path(os.environ.get("MEGAPLUG_MEGATRON_RELEASES", Path.home() / ".cache" / "megaplug"))
     / "megaplug-interop-py312"))
+
+try:  # finds megatron.core without importing it (only its namespace parent)
+    _CORE = importlib.util.find_spec("megatron.core")
+except ModuleNotFoundError:
+    _CORE = None
+if _CORE is None:  # the main suite: no Megatron, and its interop directory stays off the path
+    pytest.skip("megatron-core is not installed: run scripts/megatron-tier.sh",
+                allow_module_level=True)
 if os.path.isdir(INTEROP_DIR):
     sys.path.append(INTEROP_DIR)
 pytest.importorskip("megatron.training.argument_utils",

@@ -56,7 +56,7 @@ def moe_with_tensor_parallelism_needs_sequence_parallelism(config: Draft) -> Non
 
 
 def moe_router_needs_transformer_engine_before_0_17(config: Draft) -> None:
-    """Megatron 0.13-0.16's MoE router needs Transformer Engine to run at all.
+    """Megatron 0.13.0-0.16.1's MoE router needs Transformer Engine to run at all.
 
     Its gate names ``te_general_gemm``, defined only when Transformer Engine imports:
     without it the first forward raises ``NameError``."""
@@ -71,7 +71,7 @@ def moe_router_needs_transformer_engine_before_0_17(config: Draft) -> None:
         "name 'te_general_gemm' is not defined, in its gating); "
         + AT_FIRST_STEP.format(release=_release(config)),
         flags=("num_experts",),
-        hint="install Transformer Engine, or use Megatron 0.17 or later for MoE without it")
+        hint="install Transformer Engine, or use Megatron 0.17.0 or later for MoE without it")
 
 
 CHECKS: tuple[Check, ...] = (
