@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -195,7 +196,10 @@ def test_a_stated_version_wins_and_nothing_known_is_the_newest(fresh_lookup, tmp
     (tmp_path / "megatron_core-0.17.1.dist-info").mkdir()
     fresh_lookup.setattr(sys, "path", [str(tmp_path), *sys.path])
     assert _target("0.19.2").release_line() == "0.19.2"
-    fresh_lookup.setattr(sys, "path", [p for p in sys.path if p != str(tmp_path)])
+    # nothing named megatron on the path: not the fake, nor a test folder another
+    # module's conftest put there (plugins/*/tests holds a megatron/ folder of tier tests)
+    fresh_lookup.setattr(sys, "path", [p for p in sys.path if p != str(tmp_path)
+                                       and not os.path.isdir(os.path.join(p, "megatron"))])
     _releases.forget_local_megatron()
     assert TargetEnvironment().release_source() == (
         "seed (no megatron-core installed or stated: the newest, seed)")

@@ -3,16 +3,21 @@
 
 Each flag is translated from megaplug's flag table (so a blocked plugin's flags are absent
 and a third-party plugin's are present); which flags a group adder adds is Megatron's
-grouping, recorded in :mod:`._groups`.
+grouping, measured data in ``megatron_groups.json`` (``scripts/gen_megatron_groups.py``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 
 from .._api import load
 from .._options import FlagSpec
-from ._groups import ADDER_DESTS
+
+#: Each group adder's settings, in the order it declares them.
+ADDER_DESTS: dict[str, list[str]] = json.loads(
+    (Path(__file__).parent / "megatron_groups.json").read_text(encoding="utf-8"))["adders"]
 
 #: Megatron's ``_add_*_args`` group adders, by name (each defined below).
 GROUP_ADDERS: tuple[str, ...] = tuple(sorted(ADDER_DESTS))
