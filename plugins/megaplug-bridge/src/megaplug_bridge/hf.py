@@ -89,6 +89,12 @@ def _llama(config: Mapping[str, Any], settings: dict[str, Any], notes: list[str]
     if kind == "llama3":
         settings["use_rope_scaling"] = True
         settings["rope_scaling_factor"] = scaling.get("factor", 8.0)
+        # Megatron-LM's llama3 scaling fixes the rest at Llama 3.1's own values
+        for field, fixed in (("low_freq_factor", 1.0), ("high_freq_factor", 4.0),
+                             ("original_max_position_embeddings", 8192)):
+            if scaling.get(field, fixed) != fixed:
+                notes.append(f"rope_scaling {field} {scaling[field]}: no flag of "
+                             f"Megatron-LM's (its llama3 scaling keeps {fixed})")
     elif kind == "linear":
         settings["rotary_seq_len_interpolation_factor"] = scaling["factor"]
     elif kind not in (None, "default"):
