@@ -143,3 +143,51 @@ def test_phi3_longrope_is_named_and_its_dropout_kept(tmp_path: Path) -> None:
     assert config.window_size == (262143, 0) and config.hidden_dropout == 0.0
     assert any("'longrope'" in note for note in imported.notes)
     assert imported.one_way == {}
+
+
+def test_mixtral_routes_softmax_top_2_of_8_experts() -> None:
+    config = _resolved("mixtral-8x7b.json")
+    assert (config.num_experts, config.moe_router_topk) == (8, 2)
+    assert config.moe_router_pre_softmax is False and config.moe_input_jitter_eps is None
+    assert config.num_query_groups == 8 and config.rotary_base == 1000000.0
+
+
+def test_qwen2_moe_softmax_first_shared_expert_and_qkv_bias() -> None:
+    config = _resolved("qwen1.5-moe-a2.7b.json")
+    assert (config.num_experts, config.moe_router_topk, config.moe_ffn_hidden_size) == \
+        (60, 4, 1408)
+    assert config.moe_shared_expert_intermediate_size == 5632
+    assert config.moe_router_pre_softmax  # norm_topk_prob false: softmax before the top-k
+    assert config.add_qkv_bias and config.add_bias_linear is False
+    assert config.moe_layer_freq == 1
+
+
+def test_qwen_moe_dense_layers_follow_hfs_rule(tmp_path: Path) -> None:
+    data = json.loads((FIXTURES / "qwen1.5-moe-a2.7b.json").read_text())
+    data.update(num_hidden_layers=6, decoder_sparse_step=2, mlp_only_layers=[5],
+                layer_types=["full_attention"] * 6)
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    argv = import_hf(str(tmp_path), [], None).argv
+    # HF: layer i is MoE when (i + 1) % 2 == 0 and i is no mlp_only layer
+    assert megaplug.resolve([*argv, *LAUNCH]).moe_layer_freq == [0, 1, 0, 1, 0, 0]
+
+
+def test_gpt2_has_learned_positions_tanh_gelu_and_its_dropouts() -> None:
+    config = megaplug.resolve([*_imported("gpt2.json").argv, "--seq-length", "1024",
+                               "--micro-batch-size", "1"])
+    assert (config.num_layers, config.hidden_size, config.num_attention_heads) == (12, 768, 12)
+    assert config.position_embedding_type == "learned_absolute"
+    assert config.max_position_embeddings == 1024 and config.vocab_size == 50257
+    assert config.openai_gelu and config.swiglu is False
+    assert (config.attention_dropout, config.hidden_dropout) == (0.1, 0.1)
+    assert config.normalization == "LayerNorm" and config.add_bias_linear
+    assert not config.untie_embeddings_and_output_weights
+
+
+def test_phi3_mini_is_llamas_layout_with_its_own_dropout() -> None:
+    imported = _imported("phi3-mini-4k.json")
+    config = megaplug.resolve([*imported.argv, *LAUNCH])
+    assert (config.num_layers, config.hidden_size, config.ffn_hidden_size) == (32, 3072, 8192)
+    assert config.swiglu and config.normalization == "RMSNorm"
+    assert config.untie_embeddings_and_output_weights and config.window_size is None
+    assert imported.one_way == {}

@@ -61,23 +61,41 @@ NOT_ARCHITECTURE: dict[str, str] = {
     "auto_map": "the remote code's classes", "quantization_config": "the checkpoint's storage",
     "ep_size": "HF's own expert parallelism", "cache_implementation": "inference only",
     "hidden_activation": "read by the family",
+    **{field: "transformers' own setting of every config class, no architecture" for field in (
+        "_name_or_path", "chunk_size_feed_forward", "id2label", "label2id",
+        "is_encoder_decoder", "output_attentions", "output_hidden_states", "problem_type",
+        "return_dict")},
+    **{field: "GPT-2's sequence-summary head (GPT2DoubleHeadsModel), no causal LM's" for field in (
+        "summary_type", "summary_use_proj", "summary_activation", "summary_proj_to_labels",
+        "summary_first_dropout")},
 }
 _DEEPSEEK = ("deepseek_v2", "deepseek_v3")
 _GEMMA = ("gemma2", "gemma3_text")
+_QWEN = ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe")
 #: Read by a family where it applies (Mistral's window), named as unmapped elsewhere.
 _READ_BY: dict[str, tuple[str, ...]] = {
-    "sliding_window": ("mistral", "mixtral", "phi3", *_GEMMA),
+    "sliding_window": ("mistral", "mixtral", "phi3", *_GEMMA, *_QWEN),
     **{field: _DEEPSEEK for field in (
         "n_routed_experts", "n_shared_experts", "n_group", "topk_group", "topk_method",
         "scoring_func", "routed_scaling_factor", "first_k_dense_replace", "moe_layer_freq",
         "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
-        "num_nextn_predict_layers", "aux_loss_alpha", "seq_aux", "norm_topk_prob")},
+        "num_nextn_predict_layers", "aux_loss_alpha", "seq_aux")},
     **{field: _GEMMA for field in (
         "query_pre_attn_scalar", "attn_logit_softcapping", "final_logit_softcapping",
-        "layer_types", "sliding_window_pattern", "_sliding_window_pattern",
+        "sliding_window_pattern", "_sliding_window_pattern",
         "rope_local_base_freq")},
-    **{field: ("phi3",) for field in (
-        "resid_pdrop", "embd_pdrop", "original_max_position_embeddings")},
+    **{field: ("phi3", "gpt2") for field in ("resid_pdrop", "embd_pdrop")},
+    "original_max_position_embeddings": ("phi3",),
+    "router_jitter_noise": ("mixtral",), "use_bidirectional_attention": _GEMMA,
+    "qk_head_dim": _DEEPSEEK, "rope_interleave": _DEEPSEEK,
+    **{field: _QWEN for field in ("use_sliding_window", "max_window_layers")},
+    "layer_types": (*_QWEN, *_GEMMA),
+    **{field: ("qwen2_moe", "qwen3_moe") for field in (
+        "decoder_sparse_step", "mlp_only_layers", "qkv_bias")},
+    "norm_topk_prob": ("qwen2_moe", "qwen3_moe", *_DEEPSEEK),
+    **{field: ("gpt2",) for field in (
+        "activation_function", "attn_pdrop", "add_cross_attention", "scale_attn_weights",
+        "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn")},
 }
 
 
@@ -114,10 +132,15 @@ def _window(sliding_window: int) -> str:
 
 
 def _qwen2(config: Mapping[str, Any], settings: dict[str, Any], notes: list[str]) -> None:
-    """Qwen2Bridge: RMSNorm, SwiGLU, no linear bias, QKV bias."""
+    """Qwen2Bridge: RMSNorm, SwiGLU, no linear bias, QKV bias; Qwen's optional windows on
+    the layers from ``max_window_layers`` on have no flag (named when switched on)."""
     _gated_rope(settings)
     settings["add_bias_linear"] = False
     settings["add_qkv_bias"] = True
+    if config.get("use_sliding_window"):
+        notes.append(f"use_sliding_window (window {config.get('sliding_window')} from layer "
+                     f"{config.get('max_window_layers')} on): no flag of Megatron-LM's "
+                     "windows some layers only (left out)")
 
 
 def _qwen3(config: Mapping[str, Any], settings: dict[str, Any], notes: list[str]) -> None:
@@ -133,17 +156,29 @@ def _moe(settings: dict[str, Any]) -> None:
 
 
 def _mixtral(config: Mapping[str, Any], settings: dict[str, Any], notes: list[str]) -> None:
-    """MixtralBridge: Mistral's layout with routed experts (softmax top-k)."""
+    """Mixtral: Mistral's layout with routed experts (softmax top-k), router jitter."""
     _mistral(config, settings, notes)
     _moe(settings)
+    if config.get("router_jitter_noise"):
+        settings["moe_input_jitter_eps"] = config["router_jitter_noise"]
 
 
 def _qwen_moe(config: Mapping[str, Any], settings: dict[str, Any], notes: list[str]) -> None:
     """Qwen2-MoE / Qwen3-MoE bridges: Qwen's attention, routed experts."""
     (_qwen3 if config.get("model_type") == "qwen3_moe" else _qwen2)(config, settings, notes)
     _moe(settings)
-    if config.get("mlp_only_layers"):
-        notes.append("mlp_only_layers: dense layers among the MoE ones have no flag here")
+    if config.get("qkv_bias") is not None:  # transformers 5's name for Qwen2-MoE's bias
+        settings["add_qkv_bias"] = bool(config["qkv_bias"])
+    # Qwen3MoeBridge: renormalized top-k is a softmax after the choice (Megatron-LM's own
+    # default); without it the softmax comes first
+    settings["moe_router_pre_softmax"] = not config.get("norm_topk_prob", True)
+    step, dense = config.get("decoder_sparse_step") or 1, set(config.get("mlp_only_layers") or ())
+    layers = config.get("num_hidden_layers")
+    if layers and (step != 1 or dense):
+        # HF's rule: layer i is MoE when (i + 1) % step == 0 and i is no mlp_only layer
+        pattern = [int((index + 1) % step == 0 and index not in dense)
+                   for index in range(layers)]
+        settings["moe_layer_freq"] = f"[{','.join(map(str, pattern))}]"
 
 
 def _gpt2(config: Mapping[str, Any], settings: dict[str, Any], notes: list[str]) -> None:
@@ -157,6 +192,22 @@ def _gpt2(config: Mapping[str, Any], settings: dict[str, Any], notes: list[str])
     if config.get("n_inner"):
         settings["ffn_hidden_size"] = config["n_inner"]
     settings["position_embedding_type"] = "learned_absolute"
+    for field, dest in (("attn_pdrop", "attention_dropout"), ("resid_pdrop", "hidden_dropout")):
+        if config.get(field) is not None:
+            settings[dest] = config[field]
+    if config.get("embd_pdrop") not in (None, config.get("resid_pdrop")):
+        notes.append(f"embd_pdrop {config['embd_pdrop']}: Megatron-LM's embedding dropout "
+                     "is --hidden-dropout (left out)")
+    activation = config.get("activation_function", "gelu_new")
+    if activation in ("gelu_new", "gelu_pytorch_tanh"):
+        settings["openai_gelu"] = True  # the tanh approximation
+    elif activation != "gelu":
+        notes.append(f"activation_function {activation!r}: no flag of Megatron-LM's "
+                     "(GELU kept)")
+    for field, usual in (("scale_attn_weights", True), ("scale_attn_by_inverse_layer_idx", False),
+                         ("reorder_and_upcast_attn", False), ("add_cross_attention", False)):
+        if config.get(field, usual) != usual:
+            notes.append(f"{field} {config[field]}: no flag of Megatron-LM's (left out)")
 
 
 def _deepseek(config: Mapping[str, Any], settings: dict[str, Any], notes: list[str]) -> None:
@@ -199,6 +250,9 @@ def _deepseek(config: Mapping[str, Any], settings: dict[str, Any], notes: list[s
         settings["moe_shared_expert_intermediate_size"] = \
             config["moe_intermediate_size"] * config["n_shared_experts"]
     _mla_rope(config, settings, notes)
+    if config.get("rope_interleave"):
+        notes.append("rope_interleave: the order of the rotary dims in DeepSeek's "
+                     "checkpoint, for the weight conversion (no flag; Bridge sets none)")
     if config.get("norm_topk_prob") and settings.get("moe_router_score_function") != "sigmoid":
         notes.append("norm_topk_prob with softmax scoring: no flag of Megatron-LM's "
                      "renormalizes the top-k probabilities (left out)")
@@ -258,6 +312,9 @@ def _gemma(config: Mapping[str, Any], settings: dict[str, Any], notes: list[str]
                  " gated (GeGLU): no flag of Megatron-LM's (--swiglu is SiLU, --quick-geglu "
                  "a sigmoid approximation): the MLP is imported ungated GELU")
     notes.append("embeddings scaled by sqrt(hidden_size): no flag of Megatron-LM's")
+    if config.get("use_bidirectional_attention"):
+        notes.append("use_bidirectional_attention (an embedding model's): no flag of "
+                     "Megatron-LM's GPT (causal attention kept)")
     scalar = config.get("query_pre_attn_scalar")
     head_dim = config.get("head_dim")
     if scalar is not None and scalar != head_dim:
