@@ -72,7 +72,8 @@ NOT_ARCHITECTURE: dict[str, str] = {
 _DEEPSEEK = ("deepseek_v2", "deepseek_v3")
 _GEMMA = ("gemma2", "gemma3_text")
 _QWEN = ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe")
-#: Read by a family where it applies (Mistral's window), named as unmapped elsewhere.
+#: Fields a family's function reads (Mistral's window, DeepSeek's MLA ranks), by the
+#: families reading them; in any other family such a field is named as unmapped.
 _READ_BY: dict[str, tuple[str, ...]] = {
     "sliding_window": ("mistral", "mixtral", "phi3", *_GEMMA, *_QWEN),
     **{field: _DEEPSEEK for field in (
@@ -82,8 +83,7 @@ _READ_BY: dict[str, tuple[str, ...]] = {
         "num_nextn_predict_layers", "aux_loss_alpha", "seq_aux")},
     **{field: _GEMMA for field in (
         "query_pre_attn_scalar", "attn_logit_softcapping", "final_logit_softcapping",
-        "sliding_window_pattern", "_sliding_window_pattern",
-        "rope_local_base_freq")},
+        "sliding_window_pattern", "_sliding_window_pattern", "rope_local_base_freq")},
     **{field: ("phi3", "gpt2") for field in ("resid_pdrop", "embd_pdrop")},
     "original_max_position_embeddings": ("phi3",),
     "router_jitter_noise": ("mixtral",), "use_bidirectional_attention": _GEMMA,
@@ -308,9 +308,10 @@ def _gemma(config: Mapping[str, Any], settings: dict[str, Any], notes: list[str]
         every = _full_attention_every(config, default=6 if gemma3 else 2)
         if every:
             settings["window_attn_skip_freq"] = every
-    notes.append(f"hidden_activation {config.get('hidden_activation') or config.get('hidden_act')!r}"
-                 " gated (GeGLU): no flag of Megatron-LM's (--swiglu is SiLU, --quick-geglu "
-                 "a sigmoid approximation): the MLP is imported ungated GELU")
+    activation = config.get("hidden_activation") or config.get("hidden_act")
+    notes.append(f"hidden_activation {activation!r} gated (GeGLU): no flag of Megatron-LM's "
+                 "(--swiglu is SiLU, --quick-geglu a sigmoid approximation): the MLP is "
+                 "imported ungated GELU")
     notes.append("embeddings scaled by sqrt(hidden_size): no flag of Megatron-LM's")
     if config.get("use_bidirectional_attention"):
         notes.append("use_bidirectional_attention (an embedding model's): no flag of "
