@@ -393,6 +393,11 @@ def _spelled(specs: list[Any], value: Any) -> list[str] | None:
         if spec.action == "store_false" and value is False:
             return [spelling]
         if spec.action == "store" and value is not None:
+            if isinstance(value, (list, tuple)) and spec.nargs is None:
+                # one token in the flag's own syntax: "511,0" (--window-size),
+                # "[0,1,1]" (--moe-layer-freq); separate tokens would be stray arguments
+                joined = ",".join(_token(item) for item in value)
+                return [spelling, f"[{joined}]" if isinstance(value, list) else joined]
             items = value if isinstance(value, (list, tuple)) else [value]
             return [spelling, *(_token(item) for item in items)]
     return None
