@@ -239,6 +239,20 @@ def _deepseek(config: Mapping[str, Any], settings: dict[str, Any], notes: list[s
     _moe(settings)
     settings["moe_router_load_balancing_type"] = "seq_aux_loss"
     settings["moe_router_pre_softmax"] = True
+    _deepseek_expert_layers(config, settings, notes)
+    _mla_rope(config, settings, notes)
+    if config.get("rope_interleave"):
+        notes.append("rope_interleave: the order of the rotary dims in DeepSeek's "
+                     "checkpoint, for the weight conversion (no flag; Bridge sets none)")
+    if config.get("norm_topk_prob") and settings.get("moe_router_score_function") != "sigmoid":
+        notes.append("norm_topk_prob with softmax scoring: no flag of Megatron-LM's "
+                     "renormalizes the top-k probabilities (left out)")
+
+
+def _deepseek_expert_layers(config: Mapping[str, Any], settings: dict[str, Any],
+                            notes: list[str]) -> None:
+    """Which of DeepSeek's layers are MoE (all after ``first_k_dense_replace`` dense ones)
+    and how wide its shared experts are together."""
     layers, dense = config.get("num_hidden_layers"), config.get("first_k_dense_replace") or 0
     if layers and config.get("moe_layer_freq", 1) == 1:
         # in the flag's own pattern syntax (a list would be spelled as separate tokens)
@@ -249,13 +263,6 @@ def _deepseek(config: Mapping[str, Any], settings: dict[str, Any], notes: list[s
     if config.get("n_shared_experts") and config.get("moe_intermediate_size"):
         settings["moe_shared_expert_intermediate_size"] = \
             config["moe_intermediate_size"] * config["n_shared_experts"]
-    _mla_rope(config, settings, notes)
-    if config.get("rope_interleave"):
-        notes.append("rope_interleave: the order of the rotary dims in DeepSeek's "
-                     "checkpoint, for the weight conversion (no flag; Bridge sets none)")
-    if config.get("norm_topk_prob") and settings.get("moe_router_score_function") != "sigmoid":
-        notes.append("norm_topk_prob with softmax scoring: no flag of Megatron-LM's "
-                     "renormalizes the top-k probabilities (left out)")
 
 
 def _mla_rope(config: Mapping[str, Any], settings: dict[str, Any], notes: list[str]) -> None:
