@@ -15,5 +15,5 @@ if [ "$#" -eq 0 ]; then
     mapfile -t paths < <(find tests plugins -type d -name megatron -path '*tests/megatron' | sort)
     set -- "${paths[@]}"
 fi
-# one pytest-xdist worker per core, as the main tier
-exec "$PYTHON" -m pytest -p no:cacheprovider -n auto "$@"
+# one pytest-xdist worker per core, a file's tests in one worker, as the main tier
+exec "$PYTHON" -m pytest -p no:cacheprovider -n auto --dist loadfile "$@"

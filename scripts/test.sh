@@ -7,8 +7,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . .venv/bin/activate
 status=0
-# -n auto: one pytest-xdist worker per core (the suite is CPU-bound, its tests independent;
-# a later -n in "$@" wins)
-python -m pytest -n auto "$@" || status=$?
+# -n auto: one pytest-xdist worker per core; --dist loadfile: a file's tests in one worker, in order
+# (the blocks of a documentation page build on each other; a later -n in "$@" wins)
+python -m pytest -n auto --dist loadfile "$@" || status=$?
 bash scripts/megatron-tier.sh || status=$?
 exit "$status"
