@@ -2,11 +2,13 @@
 
 Every plugin's ``add_args`` turns its options class into flag specs; importing those ~900
 declarations and building the specs is a large part of a process's start-up, and its
-result only changes when a plugin's code does. So a kernel built for the command line or
-the Megatron facade stores its table in the on-disk cache (:func:`megaplug.cache._store.cached`,
+result only changes when a plugin's code does. So the declaration a kernel built for the
+command line or the Megatron facade makes (``_registry.declare``'s value: the table and the
+inactive plugins' specs) is stored in the on-disk cache (:func:`megaplug.cache._store.cached`,
 keyed on the plugins, their statuses, the installed distributions and the import closure
-of every module loaded while it was declared) and, while that holds, builds its table from
-it without running ``add_args`` -- and so without importing any options module.
+of every module loaded while it was declared) and, while that holds, read back as the same
+value without running ``add_args`` -- and so without importing any options module. The
+kernel takes either as its own: nothing here changes a kernel.
 
 Values that are not JSON are stored by reference: an enum member by its class and name, a
 ``type=`` callable by ``module:qualname`` (an :func:`enum_by_name` parser by its enum).
