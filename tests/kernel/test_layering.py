@@ -47,8 +47,9 @@ KNOWN_UPWARD = {
 }
 
 
-def _imported_modules(path: Path, source: Path = SOURCE) -> set[str]:
-    """Every module ``path`` imports, absolute, at module level or inside a function."""
+def _imported_modules(path: Path, source: Path = SOURCE, names: bool = True) -> set[str]:
+    """Every module ``path`` imports, absolute, at module level or inside a function (with
+    ``names``, also each ``from X import name`` as ``X.name``, which may be a module)."""
     package = ".".join(path.relative_to(source.parent).with_suffix("").parts[:-1])
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
@@ -61,7 +62,8 @@ def _imported_modules(path: Path, source: Path = SOURCE) -> set[str]:
                 base = ".".join([*parent, base] if base else parent)
             if node.module:  # (``from .. import _startup`` imports the module, not the package)
                 found.add(base)
-            found.update(f"{base}.{alias.name}" for alias in node.names)
+            if names or not node.module:
+                found.update(f"{base}.{alias.name}" for alias in node.names)
     return found
 
 
@@ -78,14 +80,12 @@ def _layering_offences(source: Path = SOURCE) -> set[str]:
             *BELOW_THE_KERNEL[:place + 1], *KERNEL_VALUES, *ALSO_ALLOWED.get(package, ())))
         for path in sorted((source / package).rglob("*.py")):
             where = path.relative_to(source).as_posix()
-            found = {module for module in _imported_modules(path, source)
-                     if module.startswith(("megaplug.", "megaplug_"))  # (not the stdlib's)
-                     and not _within(module, allowed) and not any(
-                         where == path and _within(module, (known,))
-                         for path, known in KNOWN_UPWARD)}
-            # ``from .._kernel import Kernel`` is one import of megaplug._kernel
-            offending |= {f"{where} imports {module}" for module in found
-                          if "." not in module or module.rsplit(".", 1)[0] not in found}
+            offending |= {f"{where} imports {module}"
+                          for module in _imported_modules(path, source, names=False)
+                          if (_within(module, ("megaplug",)) or module.startswith("megaplug_"))
+                          and not _within(module, allowed) and not any(
+                              where == known_path and _within(module, (known,))
+                              for known_path, known in KNOWN_UPWARD)}
     return offending
 
 
@@ -99,7 +99,8 @@ def test_the_layering_check_sees_an_import_up_or_into_the_pipeline(tmp_path):
                                      "import Kernel\nfrom .._record import Record\n"),
                           ("cache", "from ..values._encoding import fresh\n"
                                     "def later():\n    from ..environment import narrow\n"),
-                          ("environment", "from .. import _registry\nimport megaplug_moe\n")):
+                          ("environment", "from .. import _registry\nimport megaplug_moe\n"
+                                          "import megaplug\n")):
         (tree / package).mkdir(parents=True)
         (tree / package / "bad.py").write_text(text)
     assert _layering_offences(tree) == {
@@ -107,7 +108,7 @@ def test_the_layering_check_sees_an_import_up_or_into_the_pipeline(tmp_path):
         "values/bad.py imports megaplug._kernel",
         "cache/bad.py imports megaplug.environment",
         "environment/bad.py imports megaplug._registry",
-        "environment/bad.py imports megaplug_moe"}
+        "environment/bad.py imports megaplug_moe", "environment/bad.py imports megaplug"}
 
 
 def test_the_kernel_never_imports_the_packages_that_use_it():
