@@ -75,8 +75,7 @@ def _pair(rule: str, argv: list[str], fix: list[str], says: str, first: str = FI
 LAUNCHES: list[Launch] = [
     *_pair("moe_with_tensor_parallelism_needs_sequence_parallelism",
            [*MOE, "--tensor-model-parallel-size", "2"], ["--sequence-parallel"],
-           "performance may degrade if MoE and tensor parallelism are enabled without also "
-           "enabling sequence parallelism"),
+           "performance may degrade if MoE and tensor parallelism"),
     *_pair("moe_router_needs_transformer_engine_before_0_17", [*MOE, *LOCAL], [],
            "name 'te_general_gemm' is not defined", FIRST, "0.16.1", packages=NO_TE,
            control_packages=CLUSTER),

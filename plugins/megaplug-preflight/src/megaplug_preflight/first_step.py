@@ -14,8 +14,8 @@ per release, with the verdict on each: decided by the configuration, or by data)
 - ``forward_backward_pipelining_with_interleaving`` (every release): the micro-batch group
   of a virtual stage must lie in [PP, M], and M modulo it be 0 or at least PP.
 - ``TopKRouter.sinkhorn_load_balancing`` (every release): no aux loss with Sinkhorn.
-- ``MoELayer.preprocess``: latent projections exclude shared-expert overlap (0.16.0-0.17.1;
-  0.18.0 and later while training, where only the NVLS inference dispatcher allows it).
+- ``MoELayer.preprocess`` (0.16.0 and later): latent projections exclude shared-expert
+  overlap (from 0.18.0 only the NVLS inference dispatcher takes it).
 - ``LanguageModule.compute_language_model_loss`` (0.13.0-0.18.0; 0.18.2 refuses the fusion in
   ``validate_args``): Transformer Engine's cross entropy fusion without Transformer Engine.
 - ``SequentialMLP`` / ``TEGroupedMLP`` / ``GroupedMLP.forward`` (every release):
@@ -159,8 +159,9 @@ def sinkhorn_routing_without_aux_loss(config: Draft) -> None:
 
 
 def latent_moe_excludes_shared_expert_overlap(config: Draft) -> None:
-    """MoE latent projections exclude shared-expert overlap: ``MoELayer.preprocess`` asserts
-    it at every forward in 0.16.0-0.17.1, while training from 0.18.0 on."""
+    """MoE latent projections exclude shared-expert overlap: ``MoELayer.preprocess`` raises
+    at every forward (0.16.0 and later; from 0.18.0 only the NVLS inference dispatcher, which
+    training never uses, takes it)."""
     if not view.experts(config) or not config.get("moe_latent_size") \
             or not config.get("moe_shared_expert_overlap"):
         return
@@ -170,7 +171,8 @@ def latent_moe_excludes_shared_expert_overlap(config: Draft) -> None:
         says = ("Shared expert overlap with MoE latent projections is not supported during "
                 "training. Disable moe_shared_expert_overlap.")
     else:
-        return
+        says = ("Shared expert overlap with MoE latent projections requires the NVLS "
+                "inference dispatcher. ...")
     _refuse(config, f"{shown(config, 'moe_latent_size')} with --moe-shared-expert-overlap "
             f"(AssertionError: {says})", flags=("moe_latent_size", "moe_shared_expert_overlap"),
             hint="drop --moe-shared-expert-overlap")
