@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from megaplug.environment._releases import RELEASES, place_of
-from preflight_launches import CLUSTER, MOE
+from preflight_launches import CLUSTER, DENSE, MOE
 
 PP2_VPP2 = ["--pipeline-model-parallel-size", "2", "--num-virtual-stages-per-pipeline-rank", "2"]
 SINKHORN = [*MOE, "--moe-router-load-balancing-type", "sinkhorn", "--moe-router-topk", "1"]
@@ -33,6 +33,11 @@ LOCAL_CKPT = [*SAVE, "--non-persistent-ckpt-type", "local", "--non-persistent-sa
               "--use-distributed-optimizer"]
 RESILIENCY = {**CLUSTER, "nvidia_resiliency_ext": "0.4.1"}
 FIRST, LAST = RELEASES[0], "main"
+#: The base without its precision flag, for launches that choose their own.
+NO_PRECISION = tuple(flag for flag in DENSE if flag != "--bf16")
+QUANTILE = [*MOE, "--moe-router-load-balancing-type", "quantile_balancing"]
+MTP = ["--position-embedding-type", "rope", "--no-rope-fusion", "--mtp-num-layers", "1",
+       "--recompute-granularity", "full", "--recompute-method", "uniform"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,8 @@ class Launch:
     packages: dict[str, Any] = field(default_factory=lambda: dict(CLUSTER))
     #: The rule that refuses it (``first_step.NAME``), or the killed launch it controls.
     rule: str = ""
+    #: The flags ``argv`` is added to.
+    base: tuple[str, ...] = tuple(DENSE)
 
     def releases(self) -> list[str]:
         """The measured releases in ``valid`` (the seed, megaplug's own line, is left out)."""
@@ -60,16 +67,25 @@ class Launch:
             place_of(self.dies[1]) <= place_of(release) <= place_of(self.dies[2])
 
 
+def _without(argv: list[str], flags: list[str]) -> list[str]:
+    """``argv`` without the run of tokens ``flags`` (a flag and its value, as written)."""
+    for start in range(len(argv) - len(flags) + 1):
+        if argv[start:start + len(flags)] == flags:
+            return argv[:start] + argv[start + len(flags):]
+    raise ValueError(f"{flags} is not in {argv}")
+
+
 def _pair(rule: str, argv: list[str], fix: list[str], says: str, first: str = FIRST,
           last: str = LAST, *, valid: tuple[str, str] = (FIRST, LAST),
           packages: dict[str, Any] | None = None, control_packages: dict[str, Any] | None = None,
-          drop: list[str] | None = None) -> list[Launch]:
+          drop: list[str] | None = None, base: tuple[str, ...] = tuple(DENSE)) -> list[Launch]:
     """A killed launch and its control: ``fix`` appended, or ``drop`` removed (a flag and,
     when it has one, its value), or other packages."""
-    killed = Launch(rule, argv, (says, first, last), valid, dict(packages or CLUSTER), rule)
-    control = [a for a in argv if a not in (drop or [])] + fix
+    killed = Launch(rule, argv, (says, first, last), valid, dict(packages or CLUSTER), rule,
+                    base)
+    control = _without(argv, drop or []) + fix
     return [killed, Launch(f"{rule} (control)", control, None, valid,
-                           dict(control_packages or packages or CLUSTER), rule)]
+                           dict(control_packages or packages or CLUSTER), rule, base)]
 
 
 LAUNCHES: list[Launch] = [
@@ -116,4 +132,22 @@ LAUNCHES: list[Launch] = [
            "Local checkpointing does not support optimizer sharding type 'fully_reshardable'",
            "0.15.0", valid=("0.15.0", LAST), packages=RESILIENCY,
            drop=["--dist-ckpt-optim-fully-reshardable"]),
+    *_pair("quantile_balancing_limits",
+           [*QUANTILE, "--moe-router-num-groups", "2", "--moe-router-group-topk", "1"], [],
+           "does not support group-limited routing.", "0.19.0", valid=("0.19.0", LAST),
+           drop=["--moe-router-num-groups", "2", "--moe-router-group-topk", "1"]),
+    *_pair("quantile_balancing_limits (router fusion)", [*QUANTILE, "--moe-router-fusion"], [],
+           "does not support moe_router_fusion.", "0.19.0", valid=("0.19.0", LAST),
+           drop=["--moe-router-fusion"]),
+    *_pair("mtp_uniform_recompute_one_layer", [*MTP, "--recompute-num-layers", "2"],
+           ["--recompute-num-layers", "1"], "recompute_num_layers must be 1 for MTP recompute",
+           "0.14.0", drop=["--recompute-num-layers", "2"]),
+    *_pair("muon_excludes_fp16", ["--optimizer", "muon", "--fp16"], ["--bf16"],
+           "with fp16 is not supported.", "0.16.0", valid=("0.16.0", LAST), drop=["--fp16"],
+           base=NO_PRECISION),
+    *_pair("fp32_reduce_scatter_needs_one_optimizer_instance",
+           ["--use-distributed-optimizer", "--ddp-reduce-scatter-with-fp32-accumulation",
+            "--grad-reduce-in-bf16", "--num-distributed-optimizer-instances", "2"], [],
+           "RS w/ FP32 accumulation not supported", "0.16.0", valid=("0.16.0", LAST),
+           drop=["--num-distributed-optimizer-instances", "2"]),
 ]

@@ -23,6 +23,13 @@ per release, with the verdict on each: decided by the configuration, or by data)
 - ``DistributedDataParallel.__init__`` (every release): per-token loss excludes averaging
   in the collective -- after the model is built, before the first step.
 - ``train`` (every release): a negative manual garbage-collection interval.
+- ``TopKRouter.quantile_balancing`` (0.19.0 and later): no group-limited routing, no fused
+  router.
+- ``MultiTokenPredictionLayer._checkpointed_forward`` (0.14.0 and later): uniform full
+  recompute of one layer per chunk.
+- the optimizer builder (0.16.0 and later): Muon without fp16.
+- ``_ParamAndGradBucketGroup.__init__`` (0.16.0 and later): FP32-accumulating
+  reduce-scatter with one distributed-optimizer instance.
 - ``save_checkpoint``, at the first save: ``--async-save`` with the legacy ``torch`` format
   (every release); local non-persistent checkpoints with a fully reshardable distributed
   optimizer (0.15.0 and later).
@@ -264,6 +271,73 @@ def local_checkpoints_exclude_fully_reshardable_optimizer(config: Draft) -> None
                  "checkpoints", when=AT_FIRST_SAVE)
 
 
+def quantile_balancing_limits(config: Draft) -> None:
+    """Quantile-balancing routing takes neither group-limited routing nor the fused router:
+    ``TopKRouter.quantile_balancing`` asserts both at the first forward (0.19.0 and later)."""
+    if not view.experts(config) or config.get("moe_router_load_balancing_type") != \
+            "quantile_balancing" or not config.env.megatron.at_least("0.19.0"):
+        return
+    if config.get("moe_router_num_groups") is not None or config.get(
+            "moe_router_group_topk") is not None:
+        _refuse(config, "quantile-balancing routing with group-limited routing "
+                "(AssertionError: Quantile balancing routing does not support group-limited "
+                "routing.)", flags=("moe_router_load_balancing_type", "moe_router_num_groups",
+                                    "moe_router_group_topk"),
+                hint="drop --moe-router-num-groups and --moe-router-group-topk")
+    if config.get("moe_router_fusion"):
+        _refuse(config, "quantile-balancing routing with --moe-router-fusion (AssertionError: "
+                "Quantile balancing routing does not support moe_router_fusion.)",
+                flags=("moe_router_load_balancing_type", "moe_router_fusion"),
+                hint="drop --moe-router-fusion")
+
+
+def mtp_uniform_recompute_one_layer(config: Draft) -> None:
+    """Multi-token prediction with full uniform recompute takes one layer per chunk:
+    ``MultiTokenPredictionLayer._checkpointed_forward`` asserts it (0.14.0 and later)."""
+    if not config.get("mtp_num_layers") or not config.env.megatron.at_least("0.14.0"):
+        return
+    if view.recompute_granularity_final(config) != "full" or config.get(
+            "recompute_method") != "uniform" or config.get("recompute_num_layers") in (1, None):
+        return
+    if not _trains(config):
+        return
+    _refuse(config, f"multi-token prediction with uniform full recompute and "
+            f"{shown(config, 'recompute_num_layers')} (AssertionError: recompute_num_layers "
+            "must be 1 for MTP recompute)",
+            flags=("mtp_num_layers", "recompute_method", "recompute_num_layers"),
+            hint="use --recompute-num-layers 1, or --recompute-method block")
+
+
+def muon_excludes_fp16(config: Draft) -> None:
+    """Muon takes no fp16: Megatron's optimizer builder raises (0.16.0-0.17.1:
+    ``get_megatron_muon_optimizer``; 0.18.0 and later: every emerging optimizer)."""
+    if config.get("optimizer") != "muon" or not config.get("fp16") or \
+            not config.env.megatron.at_least("0.16.0"):
+        return
+    says = ("Exception: muon with fp16 is not supported." if config.env.megatron.before(
+        "0.18.0") else "ValueError: emerging optimizer with fp16 is not supported.")
+    _refuse(config, f"--optimizer muon with --fp16 ({says})", flags=("optimizer", "fp16"),
+            hint="use --bf16, or --optimizer adam", when=AT_SET_UP)
+
+
+def fp32_reduce_scatter_needs_one_optimizer_instance(config: Draft) -> None:
+    """Reduce-scatter with FP32 accumulation works with one distributed-optimizer instance:
+    the gradient buffers' bucket groups assert it when DDP builds them (0.16.0 and later)."""
+    instances = config.get("num_distributed_optimizer_instances") or 1
+    if instances <= 1 or not config.get("ddp_reduce_scatter_with_fp32_accumulation") or \
+            not config.env.megatron.at_least("0.16.0"):
+        return
+    if config.get("use_megatron_fsdp") or config.get("use_torch_fsdp2"):
+        return  # another wrapper
+    _refuse(config, f"--ddp-reduce-scatter-with-fp32-accumulation with "
+            f"{shown(config, 'num_distributed_optimizer_instances')} (AssertionError: RS w/ "
+            "FP32 accumulation not supported with num_distributed_optimizer_instances > 1)",
+            flags=("ddp_reduce_scatter_with_fp32_accumulation",
+                   "num_distributed_optimizer_instances"),
+            hint="drop --ddp-reduce-scatter-with-fp32-accumulation, or use one optimizer "
+                 "instance", when=AT_SET_UP)
+
+
 CHECKS: tuple[Check, ...] = (
     moe_with_tensor_parallelism_needs_sequence_parallelism,
     moe_router_needs_transformer_engine_before_0_17,
@@ -276,4 +350,8 @@ CHECKS: tuple[Check, ...] = (
     manual_gc_interval_not_negative,
     async_save_needs_a_distributed_format,
     local_checkpoints_exclude_fully_reshardable_optimizer,
+    quantile_balancing_limits,
+    mtp_uniform_recompute_one_layer,
+    muon_excludes_fp16,
+    fp32_reduce_scatter_needs_one_optimizer_instance,
 )

@@ -12,9 +12,11 @@ model's modules), a stand-in gives the attributes the check reads and raises
 from the site's function; it *passes* when the call returns or fails only beyond the site's
 line (the scanner's record gives it); anything else is undecided and fails the test.
 
-Three rules are not executed here: the manual-GC assert sits 250 lines into ``train``, the
+Four rules are not executed here: the manual-GC assert sits 250 lines into ``train``, the
 two checkpoint raises deep in ``save_checkpoint`` behind the RNG and rerun state of a real
-job; their conditions read ``args`` only (the scanner's record shows them whole).
+job, and Muon's fp16 check comes after the import of ``emerging_optimizers``, not installed
+in this environment; their conditions read ``args`` / the optimizer config only (the
+scanner's record shows them whole). Their launches still go through Megatron's rounds.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import megatron.core
 import pytest
 import torch
 from first_step_corpus import LAUNCHES, Launch
-from preflight_launches import DENSE, ENVIRON
+from preflight_launches import ENVIRON
 from preflight_reference import TALLY, _cache_help_texts, megaplug_problems, targeting
 
 RELEASE = "0.19.2"
@@ -90,7 +92,7 @@ def stub_resiliency() -> None:
 
 
 def as_launch(launch: Launch) -> dict[str, Any]:
-    return {"argv": [*DENSE, *launch.argv], "env": dict(ENVIRON),
+    return {"argv": [*launch.base, *launch.argv], "env": dict(ENVIRON),
             "assume": {"packages": dict(launch.packages), "device_capability": [9, 0]}}
 
 
@@ -181,6 +183,28 @@ def _ddp(args: Any, config: Any) -> Callable[[], Any]:
                                            torch.nn.Linear(4, 4))
 
 
+def _quantile(args: Any, config: Any) -> Callable[[], Any]:
+    from megatron.core.transformer.moe.router import TopKRouter
+
+    me = StandIn(config=config, topk=config.moe_router_topk, training=True)
+    return lambda: TopKRouter.quantile_balancing(me, torch.randn(16, args.num_experts))
+
+
+def _mtp_recompute(args: Any, config: Any) -> Callable[[], Any]:
+    from megatron.core.transformer.multi_token_prediction import MultiTokenPredictionLayer
+
+    me = StandIn(config=config, training=True)
+    tokens = torch.zeros(4, 1, args.hidden_size)
+    return lambda: MultiTokenPredictionLayer._checkpointed_forward(me, tokens, tokens)
+
+
+def _bucket_group(args: Any, config: Any) -> Callable[[], Any]:
+    from megatron.core.distributed.param_and_grad_buffer import _ParamAndGradBucketGroup
+    from megatron.training.training import get_megatron_ddp_config
+
+    return lambda: _ParamAndGradBucketGroup([], get_megatron_ddp_config(args), group(1), 1)
+
+
 #: rule -> (the code that raises, the site as the scanner records it: file, function).
 JUDGES: dict[str, tuple[Callable[[Any, Any], Callable[[], Any]], str, str]] = {
     "moe_with_tensor_parallelism_needs_sequence_parallelism":
@@ -201,9 +225,18 @@ JUDGES: dict[str, tuple[Callable[[Any, Any], Callable[[], Any]], str, str]] = {
     "per_token_loss_excludes_average_in_collective":
         (_ddp, "megatron/core/distributed/distributed_data_parallel.py",
          "DistributedDataParallel.__init__"),
+    "quantile_balancing_limits":
+        (_quantile, "megatron/core/transformer/moe/router.py", "TopKRouter.quantile_balancing"),
+    "mtp_uniform_recompute_one_layer":
+        (_mtp_recompute, "megatron/core/transformer/multi_token_prediction.py",
+         "MultiTokenPredictionLayer._checkpointed_forward"),
+    "fp32_reduce_scatter_needs_one_optimizer_instance":
+        (_bucket_group, "megatron/core/distributed/param_and_grad_buffer.py",
+         "_ParamAndGradBucketGroup.__init__"),
 }
+#: Judged by Megatron's rounds only: the site needs a real job, or a package not installed.
 NOT_EXECUTED = {"manual_gc_interval_not_negative", "async_save_needs_a_distributed_format",
-                "local_checkpoints_exclude_fully_reshardable_optimizer"}
+                "local_checkpoints_exclude_fully_reshardable_optimizer", "muon_excludes_fp16"}
 
 
 def site_line(file: str, function: str) -> int:
