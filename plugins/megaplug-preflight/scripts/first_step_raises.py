@@ -106,6 +106,77 @@ PURE = {"len", "getattr", "hasattr", "isinstance", "any", "all", "int", "str", "
 CONSTANTS = {"None", "True", "False"}
 
 
+RULE, INTERNAL, INFERENCE, PACKAGE, WRAPPER, OPEN = (
+    "refused by first_step.", "internal", "inference only", "environment", "Megatron-FSDP", "open")
+#: The verdict on each decidable site: (function, text of its message or condition, verdict).
+#: ``refused by first_step.RULE``: pre-flight refuses it (the corpus proves it); ``internal``:
+#: an invariant of Megatron's own calls (the function runs only where it holds); ``inference
+#: only``: not reached in training; ``environment``: an optional package megaplug's target
+#: does not track; ``Megatron-FSDP``: the other wrapper's paths; ``open``: a candidate not yet
+#: judged (validate_args or the model build may refuse it first).
+VERDICTS: list[tuple[str, str, str]] = [
+    ("MoELayer.forward", "performance may degrade",
+     RULE + "moe_with_tensor_parallelism_needs_sequence_parallelism"),
+    ("forward_backward_pipelining_with_interleaving", "microbatch_group_size_per_vp_stage >",
+     RULE + "interleaved_schedule_micro_batch_groups"),
+    ("forward_backward_pipelining_with_interleaving", "final_microbatch_group_size",
+     RULE + "interleaved_schedule_micro_batch_groups"),
+    ("TopKRouter.sinkhorn_load_balancing", "aux loss", RULE + "sinkhorn_routing_without_aux_loss"),
+    ("MoELayer.preprocess", "latent", RULE + "latent_moe_excludes_shared_expert_overlap"),
+    ("LanguageModule.compute_language_model_loss", "TE block",
+     RULE + "te_cross_entropy_needs_transformer_engine"),
+    ("MLP.forward", "moe_apply_probs_on_input", RULE + "probs_on_input_needs_top_1_routing"),
+    ("DistributedDataParallel.__init__", "per-token loss",
+     RULE + "per_token_loss_excludes_average_in_collective"),
+    ("train", "Manual garbage", RULE + "manual_gc_interval_not_negative"),
+    ("save_checkpoint", "legacy checkpoints", RULE + "async_save_needs_a_distributed_format"),
+    ("save_checkpoint", "optimizer sharding type",
+     RULE + "local_checkpoints_exclude_fully_reshardable_optimizer"),
+    ("TopKRouter.quantile_balancing", "Quantile", RULE + "quantile_balancing_limits"),
+    ("MultiTokenPredictionLayer._checkpointed_forward", "must be 1",
+     RULE + "mtp_uniform_recompute_one_layer"),
+    ("muon_optimizer", "fp16", RULE + "muon_excludes_fp16"),
+    ("_get_megatron_emerging_optimizer", "fp16", RULE + "muon_excludes_fp16"),
+    ("_ParamAndGradBucketGroup.__init__", "RS w/ FP32",
+     RULE + "fp32_reduce_scatter_needs_one_optimizer_instance"),
+    ("_ParamAndGradBucketGroup.", "overlap_", INTERNAL),
+    ("_ParamAndGradBucketGroup.start_param_sync", "use_distributed_optimizer", INTERNAL),
+    ("MoETokenDispatcher.set_shared_experts", "", INTERNAL),
+    ("SharedExpertMLP.", "moe_shared_expert_overlap", INTERNAL),
+    ("overlap_state_check.decorator.wrapper", "", INTERNAL),
+    ("OptimizerCudaGraphWrapper.__call__", "", INTERNAL),
+    ("forward_backward_pipelining_with_interleaving", "wait_handles", INTERNAL),
+    ("get_start_time_from_progress_log", "", INTERNAL),
+    ("MoEAlltoAllTokenDispatcher.__init__", "num_moe_experts", INTERNAL),
+    ("GPTModel._postprocess", "mtp_num_layers", INTERNAL),
+    ("SelfAttention.get_query_key_value_tensors", "num_query_groups", INTERNAL),
+    ("_verify_integrity_manifest_impl", "", INTERNAL),
+    ("InferenceTopKRouter.__init__", "", INFERENCE),
+    ("MoELayer._setup_inference_mode", "", INFERENCE),
+    ("Attention._get_pp_layer_offset_for_inference", "", INFERENCE),
+    ("InferenceGroupedMLP.", "", INFERENCE),
+    ("Attention.flash_decode", "", INFERENCE),
+    ("", "HAVE_PSUTIL", PACKAGE), ("", "HAVE_PACKAGING", PACKAGE),
+    ("", "HAVE_TENSORSTORE", PACKAGE), ("", "HAVE_ZARR", PACKAGE),
+    ("", "HAVE_EMERGING_OPTIMIZERS", PACKAGE), ("", "has_rl_utils", PACKAGE),
+    ("", "HAVE_MEGATRON_FSDP", PACKAGE), ("", "fused_apply_mla_rope", PACKAGE),
+    ("DistributedOptimizer.", "use_megatron_fsdp", WRAPPER),
+    ("FullyShardedOptimizer._validate_config", "", WRAPPER),
+]
+
+
+def verdict(site: dict[str, Any]) -> str | None:
+    """The verdict on a site: a rule's for the sites pre-flight refuses (some read state the
+    configuration set, ``self.shared_expert_overlap``), else one for each decidable site
+    (``open`` when none is listed), else None."""
+    for function, words, said in VERDICTS:
+        if function in site["function"] and (words in site["message"]
+                                             or words in site["condition"]):
+            if said.startswith(RULE) or site["environment_decidable"]:
+                return said
+    return OPEN if site["environment_decidable"] else None
+
+
 def unpack(mirror: str, tag: str, into: Path) -> Path:
     """The ``megatron/`` tree of ``tag``, unpacked under ``into`` (reused if already there)."""
     target = into / tag
@@ -332,6 +403,16 @@ def main() -> None:
     write(per_release, Path(options.out))
 
 
+def _count(verdicts: Iterator[str | None]) -> dict[str, int]:
+    """How many decidable sites have each kind of verdict (each rule counted as refused)."""
+    counts: dict[str, int] = {}
+    for said in verdicts:
+        if said is not None:
+            kind = "refused by a rule" if said.startswith(RULE) else said
+            counts[kind] = counts.get(kind, 0) + 1
+    return dict(sorted(counts.items()))
+
+
 def write(per_release: dict[str, dict[str, dict[str, Any]]], out: Path) -> None:
     """The record: totals per release, then every site (as in its newest release, with its
     line in each release that has it)."""
@@ -340,12 +421,14 @@ def write(per_release: dict[str, dict[str, dict[str, Any]]], out: Path) -> None:
         for key, site in per_release[release].items():
             entry = sites.setdefault(key, {"lines": {}})
             entry.update({k: v for k, v in site.items() if k != "line"})
+            entry["verdict"] = verdict(site)
             entry["lines"][release] = site["line"]
     totals = {release: {"sites": len(found),
                         "config_decidable": sum(s["config_decidable"] for s in found.values()),
                         "config_and_environment_decidable": sum(
                             s["environment_decidable"] for s in found.values()),
-                        "asserts": sum(s["kind"] == "assert" for s in found.values())}
+                        "asserts": sum(s["kind"] == "assert" for s in found.values()),
+                        "verdicts": _count(verdict(s) for s in found.values())}
               for release, found in per_release.items()}
     record = {"generated_by": "plugins/megaplug-preflight/scripts/first_step_raises.py",
               "sources": {**{r: f"tag {t}" for r, t in TAGS.items() if r != "main"},
@@ -356,7 +439,8 @@ def write(per_release: dict[str, dict[str, dict[str, Any]]], out: Path) -> None:
     out.write_text(json.dumps(record, indent=1) + "\n")
     for release, total in totals.items():
         print(f"{release}: {total['sites']} sites, {total['config_decidable']} config-decidable, "
-              f"{total['config_and_environment_decidable']} with the installed packages")
+              f"{total['config_and_environment_decidable']} with the installed packages "
+              f"({', '.join(f'{k}: {v}' for k, v in total['verdicts'].items())})")
     print(f"wrote {out}", file=sys.stderr)
 
 
