@@ -12,8 +12,8 @@ TP2 = ["--tensor-model-parallel-size", "2"]
 SEQUENCE_PARALLEL_MESSAGE = (
     "MoE with --tensor-model-parallel-size 2 needs --sequence-parallel while training "
     "(ValueError: During training, performance may degrade if MoE and tensor parallelism are "
-    "enabled without also enabling sequence parallelism); Megatron 0.13-0.19 (every release) "
-    "would raise this at the first training iteration")
+    "enabled without also enabling sequence parallelism); Megatron seed would raise this at "
+    "the first training iteration")
 
 
 def first_step_problems(argv: list[str], packages: dict | None = None) -> list[tuple]:
