@@ -127,7 +127,8 @@ def interleaved_schedule_micro_batch_groups(config: Draft) -> None:
     and M % N to be 0 or at least PP, else it raises at the first iteration."""
     pp = config.get("pipeline_model_parallel_size") or 1
     micro = _micro_batches(config)
-    if pp <= 1 or config.get("virtual_pipeline_model_parallel_size") is None or micro is None:
+    if pp <= 1 or config.get("virtual_pipeline_model_parallel_size") is None or micro is None \
+            or not _trains(config):
         return
     group = config.get("microbatch_group_size_per_vp_stage") or pp
     flags = ("global_batch_size", "pipeline_model_parallel_size",
@@ -156,7 +157,7 @@ def sinkhorn_routing_without_aux_loss(config: Draft) -> None:
     balancing asserts ``moe_aux_loss_coeff == 0`` at the first forward."""
     if not view.experts(config) or config.get("moe_router_load_balancing_type") != "sinkhorn":
         return
-    if config.get("moe_aux_loss_coeff") == 0:
+    if config.get("moe_aux_loss_coeff") == 0 or not _trains(config):
         return
     _refuse(config, f"Sinkhorn routing with {shown(config, 'moe_aux_loss_coeff')} "
             "(AssertionError: Sinkhorn routing does not support aux loss.)",
@@ -206,7 +207,8 @@ def probs_on_input_needs_top_1_routing(config: Draft) -> None:
     """``--moe-apply-probs-on-input`` works with top-1 routing only: the experts' forward
     asserts it (every release)."""
     topk = config.get("moe_router_topk") or 2
-    if not view.experts(config) or not config.get("moe_apply_probs_on_input") or topk == 1:
+    if not view.experts(config) or not config.get("moe_apply_probs_on_input") or topk == 1 \
+            or not _trains(config):
         return
     _refuse(config, f"--moe-apply-probs-on-input with {shown(config, 'moe_router_topk', topk)} "
             "(AssertionError: `moe_apply_probs_on_input` only works with `moe_router_topk`=1.)",
@@ -275,7 +277,8 @@ def quantile_balancing_limits(config: Draft) -> None:
     """Quantile-balancing routing takes neither group-limited routing nor the fused router:
     ``TopKRouter.quantile_balancing`` asserts both at the first forward (0.19.0 and later)."""
     if not view.experts(config) or config.get("moe_router_load_balancing_type") != \
-            "quantile_balancing" or not config.env.megatron.at_least("0.19.0"):
+            "quantile_balancing" or not config.env.megatron.at_least("0.19.0") \
+            or not _trains(config):
         return
     if config.get("moe_router_num_groups") is not None or config.get(
             "moe_router_group_topk") is not None:
