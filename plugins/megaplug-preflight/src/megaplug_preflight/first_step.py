@@ -30,6 +30,11 @@ per release, with the verdict on each: decided by the configuration, or by data)
 - the optimizer builder (0.16.0 and later): Muon without fp16.
 - ``_ParamAndGradBucketGroup.__init__`` (0.16.0 and later): FP32-accumulating
   reduce-scatter with one distributed-optimizer instance.
+- ``DistributedDataParallel.__init__`` (every release): several optimizer instances need
+  the distributed optimizer.
+- ``num_floating_point_operations`` (0.13.0-0.15.3): MLA without grouped-query attention.
+- ``MoEFlexTokenDispatcher.__init__`` (0.13.0-0.15.3): the flex dispatcher needs DeepEP
+  (raised while the MoE layers are built, past the configuration).
 - ``save_checkpoint``, at the first save: ``--async-save`` with the legacy ``torch`` format
   (every release); local non-persistent checkpoints with a fully reshardable distributed
   optimizer (0.15.0 and later).
@@ -341,6 +346,49 @@ def fp32_reduce_scatter_needs_one_optimizer_instance(config: Draft) -> None:
                  "instance", when=AT_SET_UP)
 
 
+def partial_distributed_optimizer_needs_it(config: Draft) -> None:
+    """Several distributed-optimizer instances need the distributed optimizer:
+    ``DistributedDataParallel`` asserts it when it wraps the model (every release)."""
+    if (config.get("num_distributed_optimizer_instances") or 1) <= 1 or config.get(
+            "use_distributed_optimizer"):
+        return
+    if config.get("use_megatron_fsdp") or config.get("use_torch_fsdp2"):
+        return  # another wrapper
+    _refuse(config, f"{shown(config, 'num_distributed_optimizer_instances')} without "
+            "--use-distributed-optimizer (AssertionError: Partial DistOpt cannot be used "
+            "without DistOpt)", flags=("num_distributed_optimizer_instances",
+                                       "use_distributed_optimizer"),
+            hint="add --use-distributed-optimizer, or use one optimizer instance",
+            when=AT_SET_UP)
+
+
+def mla_flops_exclude_group_query_attention(config: Draft) -> None:
+    """Multi-latent attention with ``--group-query-attention`` (0.13.0-0.15.3; 0.16.0
+    refuses it in validate_args): the FLOPs count of every iteration,
+    ``num_floating_point_operations``, asserts they are not combined."""
+    if not view.multi_latent_attention(config) or not config.get("group_query_attention"):
+        return
+    if not config.env.megatron.before("0.16.0") or not _trains(config):
+        return
+    _refuse(config, "--multi-latent-attention with --group-query-attention (AssertionError "
+            "in num_floating_point_operations, after the first iteration)",
+            flags=("multi_latent_attention", "group_query_attention"),
+            hint="drop --group-query-attention (MLA has its own key-value compression)")
+
+
+def early_flex_dispatcher_needs_deep_ep(config: Draft) -> None:
+    """0.13.0-0.15.3's flex dispatcher runs only on DeepEP: ``MoEFlexTokenDispatcher.__init__``
+    asserts it when the MoE layers are built (its capacity-padding assert is the moe
+    family's, which every release shares)."""
+    if not view.experts(config) or config.get("moe_token_dispatcher_type") != "flex" or \
+            not config.env.megatron.before("0.16.0") or config.get("moe_enable_deepep"):
+        return
+    _refuse(config, "--moe-token-dispatcher-type flex without --moe-enable-deepep "
+            "(AssertionError: DeepEP is not enabled. Please set --moe-enable-deepep to use "
+            "DeepEP backend.)", flags=("moe_token_dispatcher_type", "moe_enable_deepep"),
+            hint="add --moe-enable-deepep, or use the alltoall dispatcher", when=AT_SET_UP)
+
+
 CHECKS: tuple[Check, ...] = (
     moe_with_tensor_parallelism_needs_sequence_parallelism,
     moe_router_needs_transformer_engine_before_0_17,
@@ -357,4 +405,7 @@ CHECKS: tuple[Check, ...] = (
     mtp_uniform_recompute_one_layer,
     muon_excludes_fp16,
     fp32_reduce_scatter_needs_one_optimizer_instance,
+    partial_distributed_optimizer_needs_it,
+    mla_flops_exclude_group_query_attention,
+    early_flex_dispatcher_needs_deep_ep,
 )
