@@ -17,8 +17,9 @@ two checkpoint raises deep in ``save_checkpoint`` behind the RNG and rerun state
 job, Muon's fp16 check comes after the import of ``emerging_optimizers``, and 0.19.2's flex
 dispatcher needs DeepEP, neither installed in this environment (and 0.19.2 trains both flex
 launches), and DDP's partial distributed optimizer asserts only after building the
-inter-instance process group, which a world of one rank cannot have; their conditions read ``args`` / the optimizer config only (the
-scanner's record shows them whole). Their launches still go through Megatron's rounds.
+inter-instance process group, which a world of one rank cannot have. Their conditions read
+``args`` and the configurations only (the scanner's record shows them whole); their launches
+still go through Megatron's rounds, and megaplug's verdict on them is checked.
 """
 
 from __future__ import annotations
