@@ -211,7 +211,19 @@ def compare(version: str, parity_dir: Path) -> dict[str, Any]:
     for name, case in accepted_cases(parity_dir):
         results[name] = compare_case(case, version)
         derived.update(results[name].get("derived", ()))
+        if "release_rejects" in results[name]:
+            results[name]["megaplug_rejects"] = _megaplug_rejects(case, version)
     return results
+
+
+def _megaplug_rejects(case: dict[str, Any], version: str) -> bool:
+    """Whether megaplug at this release refuses a configuration the release refuses."""
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            _megaplug_args(case, version)
+    except BaseException:  # noqa: BLE001  (a ConfigError, or argparse's exit)
+        return True
+    return False
 
 
 def _record_derived_keys(path: Path, version: str, keys: list[str]) -> None:
@@ -256,8 +268,9 @@ def main() -> int:
     for key, count in tally.most_common():
         print(f"  {count:4d}  {key}")
     rejected = len(results) - len(valid)
+    also = sum(1 for r in results.values() if r.get("megaplug_rejects"))
     print(f"\n{options.version}: {len(identical)} of {len(valid)} configurations identical "
-          f"({rejected} more the release itself rejects)")
+          f"({rejected} more the release itself rejects, megaplug too {also})")
     if options.derived_keys:
         _record_derived_keys(options.derived_keys, options.version,
                              [key for key, count in derived_keys.items() if count == len(valid)])

@@ -8,6 +8,6 @@ cd "$(dirname "$0")/.."
 TAG="${1:?usage: megatron-release-mutations.sh TAG [-k NAME]}"; shift
 . scripts/megatron-release-env.sh "$TAG"  # SOURCE, PYTHON
 VERSION="${TAG#core_v}"
-[ "$VERSION" = "$TAG" ] && VERSION=main
-PYTHONPATH="$SOURCE${PYTHONPATH:+:$PYTHONPATH}" exec "$PYTHON" -W ignore \
+[ "$VERSION" = "$TAG" ] && [ -n "$SOURCE" ] && VERSION=main
+PYTHONPATH="$SOURCE${SOURCE:+${PYTHONPATH:+:}}${PYTHONPATH:-}" exec "$PYTHON" -W ignore \
     scripts/megatron-release-mutations.py "$VERSION" "$@"

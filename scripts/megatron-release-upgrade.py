@@ -8,7 +8,11 @@ configuration it accepts (each value as ``repr`` and type). Then, with megaplug 
 on every configuration both releases accept, and counts the real changed settings (a key
 whose value or type differs between the two namespaces, or that one of them lacks) that
 the report names (``values``, ``removed_settings``, ``new_settings``), and the ones it
-names that did not change (invented).
+names that did not change (invented). Each launch is given as its configuration describes it:
+its environment variables, ``--assume`` (Transformer Engine, the GPU's capability) and
+``--defaults`` (the entry script's ``args_defaults``). A configuration the old release
+accepts and the new one refuses is a refusal; the report names it when its ``rejected`` or
+``flags`` (a flag the target removed) is not empty.
 
     bash scripts/megatron-release-env.sh ...   # see megatron-release-compare.sh
     python scripts/megatron-release-upgrade.py --dump 0.17.0 /tmp/up-0.17.0.json
@@ -40,16 +44,36 @@ def dump(version: str, out: Path) -> None:
     spec.loader.exec_module(compare)
     compare._no_jit_extensions()
     namespaces: dict[str, Any] = {}
+    refused: dict[str, Any] = {}
     for name, case in compare.accepted_cases(PARITY):
+        launch = {key: case.get(key) or {} for key in ("env", "assume", "args_defaults")}
         try:
             args = compare._release_args(case)
-        except BaseException:  # the release refuses it
+        except BaseException as why:  # the release refuses it
+            refused[name] = {"argv": case["argv"], **launch, "why": repr(why)[:300]}
             continue
-        namespaces[name] = {"argv": case["argv"], "values": {
+        namespaces[name] = {"argv": case["argv"], **launch, "values": {
             key: [repr(value), f"{type(value).__module__}.{type(value).__qualname__}"]
             for key, value in sorted(vars(args).items()) if not key.startswith("_")}}
-    out.write_text(json.dumps({"version": version, "cases": namespaces}))
-    print(f"{version}: {len(namespaces)} configurations")
+    out.write_text(json.dumps({"version": version, "cases": namespaces, "refused": refused}))
+    print(f"{version}: {len(namespaces)} configurations, {len(refused)} refused")
+
+
+def _report(old: dict[str, Any], new: dict[str, Any], case: dict[str, Any]) -> dict[str, Any]:
+    """``megaplug upgrade --format json`` for one configuration, launched as it describes."""
+    assume = case.get("assume") or {}
+    words = [f"--assume={name}={version}"
+             for name, version in (assume.get("packages") or {}).items()]
+    if assume.get("device_capability"):
+        words.append("--assume-device-capability="
+                     + ".".join(map(str, assume["device_capability"])))
+    if case.get("args_defaults"):
+        words.append("--defaults=" + json.dumps(case["args_defaults"]))
+    done = subprocess.run(
+        [sys.executable, "-m", "megaplug", "upgrade", "--from", old["version"], "--to",
+         new["version"], *words, "--format", "json", "--", *case["argv"]],
+        capture_output=True, text=True, env={**os.environ, **(case.get("env") or {})})
+    return json.loads(done.stdout)
 
 
 def judge(old_path: Path, new_path: Path) -> None:
@@ -59,11 +83,7 @@ def judge(old_path: Path, new_path: Path) -> None:
     for name in sorted(set(old["cases"]) & set(new["cases"])):
         before, after = old["cases"][name]["values"], new["cases"][name]["values"]
         changed = {key for key in set(before) | set(after) if before.get(key) != after.get(key)}
-        done = subprocess.run(
-            [sys.executable, "-m", "megaplug", "upgrade", "--from", old["version"], "--to",
-             new["version"], "--format", "json", "--", *old["cases"][name]["argv"]],
-            capture_output=True, text=True)
-        report = json.loads(done.stdout)
+        report = _report(old, new, old["cases"][name])
         named = {entry["setting"] for kind in ("values", "removed_settings", "new_settings")
                  for entry in report[kind]}
         real += len(changed)
@@ -71,11 +91,24 @@ def judge(old_path: Path, new_path: Path) -> None:
         invented += len(named - changed)
         for key in changed - named:
             missed[key] = missed.get(key, 0) + 1
+    refusals = sorted(set(old["cases"]) & set(new.get("refused", {})))
+    unreported = [name for name in refusals if not _names_a_refusal(
+        _report(old, new, old["cases"][name]))]
     print(f"{old['version']} -> {new['version']}: {found} of {real} real changed settings "
           f"reported, {invented} reported that did not change, over "
-          f"{len(set(old['cases']) & set(new['cases']))} configurations")
+          f"{len(set(old['cases']) & set(new['cases']))} configurations; "
+          f"{len(refusals) - len(unreported)} of {len(refusals)} refusals reported")
+    for name in unreported:
+        print(f"  refusal not reported: {name}: {new['refused'][name]['why']}")
     for key, count in sorted(missed.items(), key=lambda item: -item[1])[:15]:
         print(f"  missed {count:4}  {key}")
+
+
+
+def _names_a_refusal(report: dict[str, Any]) -> bool:
+    """Whether an upgrade report says the target refuses the launch (a problem, or a flag
+    the target removed, which it refuses as unrecognized)."""
+    return bool(report["rejected"] or report["flags"])
 
 
 if __name__ == "__main__":
