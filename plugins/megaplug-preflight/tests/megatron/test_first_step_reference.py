@@ -267,16 +267,14 @@ def outcome(call: Callable[[], Any], file: str, function: str, says: str) -> str
 
 
 @pytest.fixture(scope="module")
-def one_rank():
-    """A gloo world of one rank with Megatron's parallel state (for the DDP wrapper)."""
-    import os
-
+def one_rank(tmp_path_factory):
+    """A gloo world of one rank with Megatron's parallel state (for the DDP wrapper),
+    rendezvous through a file: no port that another job on this machine may hold."""
     import torch.distributed as dist
     from megatron.core import parallel_state
 
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", "29731")
-    dist.init_process_group("gloo", rank=0, world_size=1)
+    store = tmp_path_factory.mktemp("gloo") / "store"
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=0, world_size=1)
     parallel_state.initialize_model_parallel()
     yield
     parallel_state.destroy_model_parallel()
