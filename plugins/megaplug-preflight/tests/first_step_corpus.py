@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from megaplug.environment._releases import RELEASES, place_of
-from preflight_launches import CLUSTER, DENSE, MOE
+from preflight_launches import CLUSTER, DENSE, MLA, MOE
 
 PP2_VPP2 = ["--pipeline-model-parallel-size", "2", "--num-virtual-stages-per-pipeline-rank", "2"]
 SINKHORN = [*MOE, "--moe-router-load-balancing-type", "sinkhorn", "--moe-router-topk", "1"]
@@ -35,6 +35,8 @@ RESILIENCY = {**CLUSTER, "nvidia_resiliency_ext": "0.4.1"}
 FIRST, LAST = RELEASES[0], "main"
 #: The base without its precision flag, for launches that choose their own.
 NO_PRECISION = tuple(flag for flag in DENSE if flag != "--bf16")
+FLEX = ["--num-experts", "8", "--moe-ffn-hidden-size", "256", "--moe-token-dispatcher-type",
+        "flex", "--expert-model-parallel-size", "2", "--disable-bias-linear"]
 QUANTILE = [*MOE, "--moe-router-load-balancing-type", "quantile_balancing"]
 MTP = ["--position-embedding-type", "rope", "--no-rope-fusion", "--mtp-num-layers", "1",
        "--recompute-granularity", "full", "--recompute-method", "uniform"]
@@ -115,7 +117,8 @@ LAUNCHES: list[Launch] = [
            "Trying to use a TE block when it's not present.", FIRST, "0.18.0",
            valid=(FIRST, "0.18.0"), packages=NO_TE, drop=["--cross-entropy-fusion-impl", "te"]),
     *_pair("probs_on_input_needs_top_1_routing", [*MOE, "--moe-apply-probs-on-input"],
-           ["--moe-router-topk", "1", "--moe-router-pre-softmax"], "only works with `moe_router_topk`=1."),
+           ["--moe-router-topk", "1", "--moe-router-pre-softmax"],
+           "only works with `moe_router_topk`=1."),
     *_pair("per_token_loss_excludes_average_in_collective",
            ["--calculate-per-token-loss", "--ddp-average-in-collective"], [],
            "Cannot average in collective when calculating per-token loss!",
@@ -150,4 +153,13 @@ LAUNCHES: list[Launch] = [
             "--grad-reduce-in-bf16", "--num-distributed-optimizer-instances", "2"], [],
            "RS w/ FP32 accumulation not supported", "0.16.0", valid=("0.16.0", LAST),
            drop=["--num-distributed-optimizer-instances", "2"]),
+    *_pair("partial_distributed_optimizer_needs_it",
+           ["--num-distributed-optimizer-instances", "2"], ["--use-distributed-optimizer"],
+           "Partial DistOpt cannot be used without DistOpt"),
+    *_pair("mla_flops_exclude_group_query_attention",
+           [*MLA, "--group-query-attention", "--num-query-groups", "2"], [],
+           "in num_floating_point_operations", FIRST, "0.15.3", valid=(FIRST, "0.15.3"),
+           drop=["--group-query-attention", "--num-query-groups", "2"]),
+    *_pair("early_flex_dispatcher_needs_deep_ep", FLEX, ["--moe-enable-deepep"],
+           "DeepEP is not enabled.", FIRST, "0.15.3"),
 ]

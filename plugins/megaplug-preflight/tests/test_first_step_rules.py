@@ -37,6 +37,9 @@ def test_moe_with_tensor_parallelism_and_no_sequence_parallelism_is_refused():
     [*MOE],                                       # no tensor parallelism
     [*TP2],                                       # a dense model
     [*MOE, *TP2, "--skip-train"],                 # no training iteration
+    ["--pipeline-model-parallel-size", "2", "--num-virtual-stages-per-pipeline-rank", "2",
+     "--skip-train"],                             # one micro-batch, but no schedule runs
+    [*MOE, "--moe-apply-probs-on-input", "--skip-train"],
 ])
 def test_the_near_misses_pass(argv):
     assert first_step_problems(argv) == []

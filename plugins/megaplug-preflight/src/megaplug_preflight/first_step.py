@@ -30,6 +30,11 @@ per release, with the verdict on each: decided by the configuration, or by data)
 - the optimizer builder (0.16.0 and later): Muon without fp16.
 - ``_ParamAndGradBucketGroup.__init__`` (0.16.0 and later): FP32-accumulating
   reduce-scatter with one distributed-optimizer instance.
+- ``DistributedDataParallel.__init__`` (every release): several optimizer instances need
+  the distributed optimizer.
+- ``num_floating_point_operations`` (0.13.0-0.15.3): MLA without grouped-query attention.
+- ``MoEFlexTokenDispatcher.__init__`` (0.13.0-0.15.3): the flex dispatcher needs DeepEP
+  (raised while the MoE layers are built, past the configuration).
 - ``save_checkpoint``, at the first save: ``--async-save`` with the legacy ``torch`` format
   (every release); local non-persistent checkpoints with a fully reshardable distributed
   optimizer (0.15.0 and later).
@@ -127,7 +132,8 @@ def interleaved_schedule_micro_batch_groups(config: Draft) -> None:
     and M % N to be 0 or at least PP, else it raises at the first iteration."""
     pp = config.get("pipeline_model_parallel_size") or 1
     micro = _micro_batches(config)
-    if pp <= 1 or config.get("virtual_pipeline_model_parallel_size") is None or micro is None:
+    if pp <= 1 or config.get("virtual_pipeline_model_parallel_size") is None or micro is None \
+            or not _trains(config):
         return
     group = config.get("microbatch_group_size_per_vp_stage") or pp
     flags = ("global_batch_size", "pipeline_model_parallel_size",
@@ -152,11 +158,13 @@ def interleaved_schedule_micro_batch_groups(config: Draft) -> None:
 
 
 def sinkhorn_routing_without_aux_loss(config: Draft) -> None:
-    """Sinkhorn routing takes no auxiliary loss (every release): ``TopKRouter``'s Sinkhorn
-    balancing asserts ``moe_aux_loss_coeff == 0`` at the first forward."""
+    """Sinkhorn routing takes no auxiliary loss (every release).
+
+    ``TopKRouter``'s Sinkhorn balancing asserts ``moe_aux_loss_coeff == 0`` at the first
+    forward."""
     if not view.experts(config) or config.get("moe_router_load_balancing_type") != "sinkhorn":
         return
-    if config.get("moe_aux_loss_coeff") == 0:
+    if config.get("moe_aux_loss_coeff") == 0 or not _trains(config):
         return
     _refuse(config, f"Sinkhorn routing with {shown(config, 'moe_aux_loss_coeff')} "
             "(AssertionError: Sinkhorn routing does not support aux loss.)",
@@ -166,9 +174,10 @@ def sinkhorn_routing_without_aux_loss(config: Draft) -> None:
 
 
 def latent_moe_excludes_shared_expert_overlap(config: Draft) -> None:
-    """MoE latent projections exclude shared-expert overlap: ``MoELayer.preprocess`` raises
-    at every forward (0.16.0 and later; from 0.18.0 only the NVLS inference dispatcher, which
-    training never uses, takes it)."""
+    """MoE latent projections exclude shared-expert overlap (0.16.0 and later).
+
+    ``MoELayer.preprocess`` raises at every forward; from 0.18.0 only the NVLS inference
+    dispatcher, which training never uses, takes it."""
     if not view.experts(config) or not config.get("moe_latent_size") \
             or not config.get("moe_shared_expert_overlap"):
         return
@@ -186,8 +195,9 @@ def latent_moe_excludes_shared_expert_overlap(config: Draft) -> None:
 
 
 def te_cross_entropy_needs_transformer_engine(config: Draft) -> None:
-    """Transformer Engine's cross entropy fusion without Transformer Engine: the loss raises
-    at the first iteration (0.13.0-0.18.0; 0.18.2 refuses the fusion in validate_args)."""
+    """Transformer Engine's cross entropy fusion needs Transformer Engine (0.13.0-0.18.0).
+
+    The loss raises at the first iteration; 0.18.2 refuses the fusion in validate_args."""
     if not config.get("cross_entropy_loss_fusion") or \
             config.get("cross_entropy_fusion_impl") != "te" or \
             not config.env.megatron.before("0.18.2"):
@@ -203,10 +213,12 @@ def te_cross_entropy_needs_transformer_engine(config: Draft) -> None:
 
 
 def probs_on_input_needs_top_1_routing(config: Draft) -> None:
-    """``--moe-apply-probs-on-input`` works with top-1 routing only: the experts' forward
-    asserts it (every release)."""
+    """``--moe-apply-probs-on-input`` works with top-1 routing only (every release).
+
+    The experts' forward asserts it."""
     topk = config.get("moe_router_topk") or 2
-    if not view.experts(config) or not config.get("moe_apply_probs_on_input") or topk == 1:
+    if not view.experts(config) or not config.get("moe_apply_probs_on_input") or topk == 1 \
+            or not _trains(config):
         return
     _refuse(config, f"--moe-apply-probs-on-input with {shown(config, 'moe_router_topk', topk)} "
             "(AssertionError: `moe_apply_probs_on_input` only works with `moe_router_topk`=1.)",
@@ -215,8 +227,9 @@ def probs_on_input_needs_top_1_routing(config: Draft) -> None:
 
 
 def per_token_loss_excludes_average_in_collective(config: Draft) -> None:
-    """Per-token loss cannot average in the collective: Megatron's
-    ``DistributedDataParallel`` asserts it when it wraps the model (every release)."""
+    """Per-token loss cannot average in the collective (every release).
+
+    Megatron's ``DistributedDataParallel`` asserts it when it wraps the model."""
     if not config.get("calculate_per_token_loss") or not config.get(
             "ddp_average_in_collective"):
         return
@@ -229,8 +242,9 @@ def per_token_loss_excludes_average_in_collective(config: Draft) -> None:
 
 
 def manual_gc_interval_not_negative(config: Draft) -> None:
-    """A negative manual garbage-collection interval: ``train`` asserts it before the
-    first iteration (every release)."""
+    """The manual garbage-collection interval is not negative (every release).
+
+    ``train`` asserts it before the first iteration."""
     interval = config.get("manual_gc_interval")
     if not config.get("manual_gc") or interval is None or interval >= 0 or not _trains(config):
         return
@@ -242,8 +256,9 @@ def manual_gc_interval_not_negative(config: Draft) -> None:
 
 
 def async_save_needs_a_distributed_format(config: Draft) -> None:
-    """``--async-save`` with the legacy ``torch`` checkpoint format: ``save_checkpoint``
-    raises at the first save (every release)."""
+    """``--async-save`` needs a distributed checkpoint format (every release).
+
+    With the legacy ``torch`` format ``save_checkpoint`` raises at the first save."""
     if not config.get("async_save") or not config.get("save") or \
             config.get("ckpt_format") != "torch":
         return
@@ -254,8 +269,9 @@ def async_save_needs_a_distributed_format(config: Draft) -> None:
 
 
 def local_checkpoints_exclude_fully_reshardable_optimizer(config: Draft) -> None:
-    """Local non-persistent checkpoints with a fully reshardable distributed optimizer:
-    ``save_checkpoint`` raises at the first local save (0.15.0 and later)."""
+    """Local checkpoints exclude a fully reshardable distributed optimizer (0.15.0 and later).
+
+    ``save_checkpoint`` raises at the first local non-persistent save."""
     if config.get("non_persistent_ckpt_type") != "local" or not config.get(
             "non_persistent_save_interval") or not config.env.megatron.at_least("0.15.0"):
         return
@@ -272,10 +288,12 @@ def local_checkpoints_exclude_fully_reshardable_optimizer(config: Draft) -> None
 
 
 def quantile_balancing_limits(config: Draft) -> None:
-    """Quantile-balancing routing takes neither group-limited routing nor the fused router:
-    ``TopKRouter.quantile_balancing`` asserts both at the first forward (0.19.0 and later)."""
+    """Quantile balancing takes no group-limited routing or fused router (0.19.0 and later).
+
+    ``TopKRouter.quantile_balancing`` asserts both at the first forward."""
     if not view.experts(config) or config.get("moe_router_load_balancing_type") != \
-            "quantile_balancing" or not config.env.megatron.at_least("0.19.0"):
+            "quantile_balancing" or not config.env.megatron.at_least("0.19.0") \
+            or not _trains(config):
         return
     if config.get("moe_router_num_groups") is not None or config.get(
             "moe_router_group_topk") is not None:
@@ -292,8 +310,9 @@ def quantile_balancing_limits(config: Draft) -> None:
 
 
 def mtp_uniform_recompute_one_layer(config: Draft) -> None:
-    """Multi-token prediction with full uniform recompute takes one layer per chunk:
-    ``MultiTokenPredictionLayer._checkpointed_forward`` asserts it (0.14.0 and later)."""
+    """MTP with uniform full recompute recomputes one layer per chunk (0.14.0 and later).
+
+    ``MultiTokenPredictionLayer._checkpointed_forward`` asserts it."""
     if not config.get("mtp_num_layers") or not config.env.megatron.at_least("0.14.0"):
         return
     if view.recompute_granularity_final(config) != "full" or config.get(
@@ -309,8 +328,10 @@ def mtp_uniform_recompute_one_layer(config: Draft) -> None:
 
 
 def muon_excludes_fp16(config: Draft) -> None:
-    """Muon takes no fp16: Megatron's optimizer builder raises (0.16.0-0.17.1:
-    ``get_megatron_muon_optimizer``; 0.18.0 and later: every emerging optimizer)."""
+    """Muon takes no fp16 (0.16.0 and later).
+
+    Megatron's optimizer builder raises: ``get_megatron_muon_optimizer`` (0.16.0-0.17.1),
+    then the check of every emerging optimizer (0.18.0 and later)."""
     if config.get("optimizer") != "muon" or not config.get("fp16") or \
             not config.env.megatron.at_least("0.16.0"):
         return
@@ -321,8 +342,9 @@ def muon_excludes_fp16(config: Draft) -> None:
 
 
 def fp32_reduce_scatter_needs_one_optimizer_instance(config: Draft) -> None:
-    """Reduce-scatter with FP32 accumulation works with one distributed-optimizer instance:
-    the gradient buffers' bucket groups assert it when DDP builds them (0.16.0 and later)."""
+    """FP32-accumulating reduce-scatter needs one optimizer instance (0.16.0 and later).
+
+    The gradient buffers' bucket groups assert it when DDP builds them."""
     instances = config.get("num_distributed_optimizer_instances") or 1
     if instances <= 1 or not config.get("ddp_reduce_scatter_with_fp32_accumulation") or \
             not config.env.megatron.at_least("0.16.0"):
@@ -336,6 +358,52 @@ def fp32_reduce_scatter_needs_one_optimizer_instance(config: Draft) -> None:
                    "num_distributed_optimizer_instances"),
             hint="drop --ddp-reduce-scatter-with-fp32-accumulation, or use one optimizer "
                  "instance", when=AT_SET_UP)
+
+
+def partial_distributed_optimizer_needs_it(config: Draft) -> None:
+    """Several optimizer instances need the distributed optimizer (every release).
+
+    ``DistributedDataParallel`` asserts it when it wraps the model."""
+    if (config.get("num_distributed_optimizer_instances") or 1) <= 1 or config.get(
+            "use_distributed_optimizer"):
+        return
+    if config.get("use_megatron_fsdp") or config.get("use_torch_fsdp2"):
+        return  # another wrapper
+    _refuse(config, f"{shown(config, 'num_distributed_optimizer_instances')} without "
+            "--use-distributed-optimizer (AssertionError: Partial DistOpt cannot be used "
+            "without DistOpt)", flags=("num_distributed_optimizer_instances",
+                                       "use_distributed_optimizer"),
+            hint="add --use-distributed-optimizer, or use one optimizer instance",
+            when=AT_SET_UP)
+
+
+def mla_flops_exclude_group_query_attention(config: Draft) -> None:
+    """MLA with ``--group-query-attention`` dies counting FLOPs (0.13.0-0.15.3).
+
+    ``num_floating_point_operations``, run at every iteration, asserts they are not
+    combined; 0.16.0 refuses them in validate_args."""
+    if not view.multi_latent_attention(config) or not config.get("group_query_attention"):
+        return
+    if not config.env.megatron.before("0.16.0") or not _trains(config):
+        return
+    _refuse(config, "--multi-latent-attention with --group-query-attention (AssertionError "
+            "in num_floating_point_operations, after the first iteration)",
+            flags=("multi_latent_attention", "group_query_attention"),
+            hint="drop --group-query-attention (MLA has its own key-value compression)")
+
+
+def early_flex_dispatcher_needs_deep_ep(config: Draft) -> None:
+    """The flex dispatcher of 0.13.0-0.15.3 runs only on DeepEP.
+
+    ``MoEFlexTokenDispatcher.__init__`` asserts it when the MoE layers are built (its
+    capacity-padding assert is the moe family's, which every release shares)."""
+    if not view.experts(config) or config.get("moe_token_dispatcher_type") != "flex" or \
+            not config.env.megatron.before("0.16.0") or config.get("moe_enable_deepep"):
+        return
+    _refuse(config, "--moe-token-dispatcher-type flex without --moe-enable-deepep "
+            "(AssertionError: DeepEP is not enabled. Please set --moe-enable-deepep to use "
+            "DeepEP backend.)", flags=("moe_token_dispatcher_type", "moe_enable_deepep"),
+            hint="add --moe-enable-deepep, or use the alltoall dispatcher", when=AT_SET_UP)
 
 
 CHECKS: tuple[Check, ...] = (
@@ -354,4 +422,7 @@ CHECKS: tuple[Check, ...] = (
     mtp_uniform_recompute_one_layer,
     muon_excludes_fp16,
     fp32_reduce_scatter_needs_one_optimizer_instance,
+    partial_distributed_optimizer_needs_it,
+    mla_flops_exclude_group_query_attention,
+    early_flex_dispatcher_needs_deep_ep,
 )
