@@ -214,3 +214,88 @@ def _blend(namespace: Any, read: set[str]) -> Any:
 
     blend = get_blend_from_list(paths)
     return None if blend is None else [list(blend[0]), blend[1]]
+
+
+# -- import ------------------------------------------------------------------------------
+
+#: The ``_target_`` of the container this module writes and reads.
+CONTAINER_TARGET = "megatron.bridge.training.config.ConfigContainer"
+
+
+def is_bridge_container(data: Any) -> bool:
+    """Whether ``data`` (a parsed YAML mapping) is a Megatron-Bridge ``ConfigContainer``."""
+    return isinstance(data, dict) and data.get("_target_") == CONTAINER_TARGET
+
+
+def as_megatron_container(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A Bridge container in the shape of Megatron-LM's own (what :mod:`._container` reads):
+    the flat model provider split into Megatron's model fields and its ``transformer``
+    (the provider's ``_target_`` saying which: MLA's provider is an MLA transformer)."""
+    from ._container import CONTAINER_TARGETS, RENAMED
+
+    model_level = {path.split(".")[1] for path in RENAMED
+                   if path.startswith("model.") and not path.startswith("model.transformer.")}
+    model_level |= {"vocab_size", "should_pad_vocab"}
+    shaped = {**_without_unset_aliases(data), "_target_": CONTAINER_TARGETS[0]}
+    model = shaped.get("model")
+    if isinstance(model, dict):
+        mla = str(model.get("_target_", "")).endswith(".MLAModelProvider")
+        transformer = {name: value for name, value in model.items()
+                       if name not in model_level and name != "_target_"}
+        transformer["_target_"] = ("megatron.core.transformer.transformer_config."
+                                   + ("MLATransformerConfig" if mla else "TransformerConfig"))
+        shaped["model"] = {"_target_": str(model.get("_target_")), "transformer": transformer,
+                           **{name: model[name] for name in model_level if name in model}}
+    return shaped
+
+
+def _without_unset_aliases(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` less the ``null`` fields another section holds a value for: Bridge keeps
+    deprecated aliases (``train.eval_iters`` beside ``validation.eval_iters``) unset."""
+    sections = {name: value for name, value in data.items() if isinstance(value, dict)}
+    held = {field for section in sections.values() for field, value in section.items()
+            if value is not None}
+    return {**data, **{name: {field: value for field, value in section.items()
+                              if value is not None or field not in held}
+                       for name, section in sections.items()}}
+
+
+def _read_bridge(path: str) -> dict[str, Any]:
+    from megaplug.sources._files import UntrustedInputError, parse_yaml, read_text_file
+
+    from ._container import ContainerError
+
+    try:
+        data = parse_yaml(read_text_file(path, "Bridge config"), f"Bridge config {path}")
+    except (UntrustedInputError, OSError) as exc:
+        raise ContainerError(str(exc)) from None
+    if not is_bridge_container(data):
+        found = data.get("_target_") if isinstance(data, dict) else type(data).__name__
+        raise ContainerError(f"{path} is no Megatron-Bridge ConfigContainer (its _target_ is "
+                             f"{found!r}; `megaplug export --to bridge` writes one)")
+    return data
+
+
+def import_config(path: str, overrides: list[str], target: Any,
+                  environ: Mapping[str, str] | None = None) -> Any:
+    """The Megatron-LM command line reproducing the Bridge ``ConfigContainer`` YAML at
+    ``path`` (Hydra-style ``overrides`` applied to Bridge's keys first) on the ``target``
+    release; as :func:`.mlm_config.import_config` does for Megatron's own container."""
+    from ._container import ContainerError, apply_overrides
+    from .mlm_config import imported_from
+
+    data = _read_bridge(path)
+    mistakes = apply_overrides(data, overrides)
+    if mistakes:
+        raise ContainerError("\n".join(mistakes))
+    return imported_from(as_megatron_container(data), path, target, environ)
+
+
+def read_as_settings(data: Mapping[str, Any], where: str) -> dict[str, Any] | None:
+    """A Bridge ``ConfigContainer``'s settings where megaplug reads a config file
+    (``--config``, a SOURCE); ``None`` for a mapping that is not one."""
+    if not is_bridge_container(data):
+        return None
+    from .mlm_config import read_as_settings as read_megatrons
+
+    return read_megatrons(as_megatron_container(data), where)
