@@ -136,7 +136,13 @@ def test_export_is_bridges_own(path: Any, bridge: Any) -> None:
         pytest.skip("megatron-core 0.19's own parser refuses this command line")
     except (AssertionError, ValueError):
         pytest.skip("Megatron's config classes refuse this launch here (test_mlm_config.py)")
-    exported = _export(case)
+    try:
+        exported = _export(case)
+    except ValueError as exc:
+        if "raised by Megatron's config classes" not in str(exc):
+            raise
+        pytest.skip("Megatron's own container classes refuse this launch on this machine "
+                    "(test_mlm_config.py counts those refused alike)")
     unexplained = [row for row in exported.not_exported if not row.get("reason")]
     config = _load(bridge, exported.text, case)
     differing = {section: _differing(built, wanted) for section, built, wanted in
@@ -148,4 +154,6 @@ def test_export_is_bridges_own(path: Any, bridge: Any) -> None:
     passed = not unexplained and not any(differing.values())
     tally(FIGURE, passed)
     assert unexplained == []
-    assert differing == {"model": {}, "optimizer": {}, "ddp": {}}
+    assert {section: {name: [repr(value) for value in values] for name, values in fields.items()}
+            for section, fields in differing.items()} == {"model": {}, "optimizer": {},
+                                                          "ddp": {}}
