@@ -43,6 +43,8 @@ TOP_LEVEL = {
     "mixed_precision": None,  # the precision is in the model/optimizer/ddp fields already
     "comm_overlap": None,     # Megatron's flags set each overlap in ddp/optimizer/model
 }
+#: The flags that pick the activation function, which this YAML carries (Megatron's not).
+ACTIVATION_FLAGS = ("squared_relu", "quick_geglu")
 NO_FIELD = ("Megatron-Bridge {version}'s {cls} has no field {field} (Megatron-LM's "
             "{section} section has)")
 NEEDS_VERSION = ("--to bridge writes the ConfigContainer of one Megatron-Bridge release: "
@@ -100,8 +102,9 @@ def export(launch: Mapping[str, Any], output_format: str) -> Exported:
         print_arguments=False)
     config, read, dropped = bridge_config(namespace, launch["target"], version, sections)
     records = provenance(namespace)
+    written = set(ACTIVATION_FLAGS) if "activation_func" in config["model"] else set()
     not_exported = [row for row in _not_exported(records, read, [])
-                    if row["dest"] not in dropped]
+                    if row["dest"] not in dropped and row["dest"] not in written]
     not_exported += [{"flag": _flag(records[dest]), "dest": dest,
                       "plugin": records[dest].plugin, "reason": reason}
                      for dest, reason in sorted(dropped.items()) if _given(records.get(dest))]
@@ -143,11 +146,27 @@ def bridge_config(namespace: argparse.Namespace, target: Any, version: str,
         config[section] = _section(megatron.get(section) or {}, sections[section], section,
                                    version, dropped)
     config["model"] = _model(megatron["model"], sections, version, dropped)
+    activation = _function(container.model.transformer.activation_func)
+    if activation is not None:  # Megatron's YAML leaves it out; Bridge's loads it
+        config["model"]["activation_func"] = activation
     for section in ("dataset", "tokenizer"):
         config[section] = _from_args(namespace, sections[section], section, read)
     config["dataset"]["blend"] = _blend(namespace, read)
     config.update(TOP_LEVEL)
     return config, read, dropped
+
+
+def _function(function: Any) -> dict[str, Any] | None:
+    """A function as Megatron's YAML representers write one (``_call_: false``: the object
+    itself, not its result), where its module and name find it again; else ``None``."""
+    import importlib
+
+    module, name = getattr(function, "__module__", None), getattr(function, "__qualname__", "")
+    try:
+        found = functools.reduce(getattr, name.split("."), importlib.import_module(str(module)))
+    except (ImportError, AttributeError, ValueError):
+        return None
+    return {"_target_": f"{module}.{name}", "_call_": False} if found is function else None
 
 
 def _section(values: Mapping[str, Any], measured: Mapping[str, Any], section: str,
