@@ -45,6 +45,9 @@ TOP_LEVEL = {
 }
 #: The flags that pick the activation function, which this YAML carries (Megatron's not).
 ACTIVATION_FLAGS = ("squared_relu", "quick_geglu")
+#: The activation functions import reads back as the flag that picks them (SiLU with a
+#: gated linear unit is --swiglu, read from ``gated_linear_unit``; GELU the default).
+ACTIVATION_READ = {"megatron.core.activations.squared_relu": "squared_relu"}
 NO_FIELD = ("Megatron-Bridge {version}'s {cls} has no field {field} (Megatron-LM's "
             "{section} section has)")
 NEEDS_VERSION = ("--to bridge writes the ConfigContainer of one Megatron-Bridge release: "
@@ -261,6 +264,9 @@ def as_megatron_container(data: Mapping[str, Any]) -> dict[str, Any]:
         mla = str(model.get("_target_", "")).endswith(".MLAModelProvider")
         transformer = {name: value for name, value in model.items()
                        if name not in model_level and name != "_target_"}
+        activation = transformer.pop("activation_func", None)
+        if isinstance(activation, dict) and activation.get("_target_") in ACTIVATION_READ:
+            transformer[ACTIVATION_READ[activation["_target_"]]] = True
         transformer["_target_"] = ("megatron.core.transformer.transformer_config."
                                    + ("MLATransformerConfig" if mla else "TransformerConfig"))
         shaped["model"] = {"_target_": str(model.get("_target_")), "transformer": transformer,
