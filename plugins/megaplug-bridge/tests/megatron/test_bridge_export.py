@@ -34,6 +34,9 @@ CASES = [path for kind in ("cases", "mutations") for path in reference.case_file
 VOCABULARY = ["--tokenizer-type", "NullTokenizer", "--vocab-size", "32000"]
 BRIDGE_VERSION = "0.6.2"
 FIGURE = "bridge export: no unexplained flag, STRICT-loaded, validated, identical"
+#: Bridge's refusal of a position table longer than the training sequence, which
+#: Megatron-LM takes (--max-position-embeddings above --seq-length): a miss, with its cause.
+SEQUENCE_LENGTHS = "Please ensure sequence length configuration in model config and dataset"
 #: Differences Bridge's own finalization makes, each (Bridge's value, Megatron's) and why.
 FINALIZED = {
     ("model", "use_cpu_initialization"): ((False, None), "Bridge's provider finalizes "
@@ -148,7 +151,14 @@ def test_export_is_bridges_own(path: Any, bridge: Any) -> None:
         pytest.skip("Megatron's own container classes refuse this launch on this machine "
                     "(test_mlm_config.py counts those refused alike)")
     unexplained = [row for row in exported.not_exported if not row.get("reason")]
-    config = _load(bridge, exported.text, case)
+    try:
+        config = _load(bridge, exported.text, case)
+    except AssertionError as exc:
+        if SEQUENCE_LENGTHS not in str(exc):
+            raise
+        tally(FIGURE, False)  # a miss, counted: no container Bridge accepts holds it
+        pytest.xfail("Bridge's validate() needs model.seq_length (Megatron's "
+                     "--max-position-embeddings) == dataset.seq_length (--seq-length)")
     differing = {section: _differing(built, wanted) for section, built, wanted in
                  zip(("model", "optimizer", "ddp"),
                      (config.model, config.optimizer, config.ddp), expected)}
