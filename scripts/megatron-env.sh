@@ -47,8 +47,23 @@ older_releases() {
 # megaplug-bridge's judges beside the environment (never in it): Megatron's config container
 # loads YAML through omegaconf (PretrainConfigContainer.from_yaml), and Megatron-Bridge's
 # code alone, its config modules' own imports listed in docs/interop.md. Installed with
-# --no-deps into one directory the bridge plugin's tier tests put on sys.path.
-INTEROP_PACKAGES="omegaconf==2.3.0 antlr4-python3-runtime==4.9.3 megatron-bridge==0.6.2"
+# --no-deps into one directory the bridge plugin's tier tests put on sys.path. Beside
+# omegaconf, what importing megatron.bridge.training.config (ConfigContainer: its data
+# builders import datasets and megatron-energon), megatron.bridge.models (AutoBridge) and
+# megatron.bridge.training.utils.config_utils needs, found by importing them until they
+# import (Transformer Engine stubbed, tests/megatron/bridge_loader.py).
+INTEROP_PACKAGES="omegaconf==2.3.0 antlr4-python3-runtime==4.9.3 megatron-bridge==0.6.2 \
+transformers==5.12.1 huggingface_hub==1.33.0 tokenizers==0.22.2 safetensors==0.8.0 tqdm==4.70.1 \
+httpx==0.29.0 httpcore==1.0.9 h11==0.16.0 rich==15.0.0 einops==0.8.2 \
+datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19 xxhash==4.1.0 pandas==3.1.2 \
+python-dateutil==4.0.0 pyarrow==26.0.1 \
+megatron-energon==7.4.1 multi-storage-client==1.3.1 opentelemetry-api==1.45.2 \
+opentelemetry-sdk==1.45.2 psutil==7.2.2 xattr==1.3.1 cffi==2.1.1 lark==1.3.1 \
+wcmatch==12.0.4 bracex==3.2.4 jsonschema==4.26.0 jsonschema-specifications==2025.9.1 \
+referencing==0.37.0 rpds-py==2026.9.1 attrs==26.1.0 braceexpand==0.1.7 rapidyaml==0.15.2 \
+deprecation==2.1.0 filetype==1.2.0 webdataset==1.0.2 \
+matplotlib==3.11.2 pillow==13.0.0 pyparsing==3.3.3 cycler==0.12.1 kiwisolver==1.5.1 \
+fonttools==4.69.1 ipython==9.19.1 traitlets==5.16.1"
 INTEROP_DIR="${MEGAPLUG_MEGATRON_INTEROP:-$RELEASES_DIR/megaplug-interop-py312}"
 
 interop_packages() {

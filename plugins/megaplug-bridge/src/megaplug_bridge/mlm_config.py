@@ -215,6 +215,13 @@ def import_config(path: str, overrides: list[str], target: Any,
     mistakes = apply_overrides(data, overrides)
     if mistakes:
         raise ContainerError("\n".join(mistakes))
+    return imported_from(data, path, target, environ)
+
+
+def imported_from(data: dict[str, Any], path: str, target: Any,
+                  environ: Mapping[str, str] | None = None) -> Imported:
+    """:func:`import_config` of a container already read (``data``, overrides applied):
+    also Megatron-Bridge's, in this container's shape (:mod:`.bridge`)."""
     import megaplug
 
     kernel, _ = megaplug.load(target=target)

@@ -28,6 +28,15 @@ if _CORE is None:  # the main suite: no Megatron, and its interop directory stay
                 allow_module_level=True)
 if os.path.isdir(INTEROP_DIR):
     sys.path.append(INTEROP_DIR)
+# transformers is importable there, so a case's Hugging Face tokenizer would be fetched
+# from the Hub (and retried, with sleeps, on a machine without network); the cases'
+# tokenizer files are not here either way. Offline, read once at import (the cases'
+# environments, which replace os.environ, do not undo it).
+os.environ["HF_HUB_OFFLINE"] = "1"
+try:
+    import huggingface_hub.constants  # noqa: F401
+except ImportError:
+    pass
 pytest.importorskip("megatron.training.argument_utils",
                     reason="megatron-core is not installed: run scripts/megatron-tier.sh")
 

@@ -11,20 +11,16 @@ No GPU and no Transformer Engine here, on both sides alike: TE's fused-kernel pr
 (RoPE fusion, MoE permute fusion) answer "present" and TE 2.9 is the version assumed,
 since the configs name kernels, not run them; and Bridge's LoRA module imports
 ``transformer_engine.pytorch`` unconditionally, so a stub module stands in for it while
-AutoBridge is imported (and only then: megatron-core, imported first, keeps its own
-finding that TE is absent).
+AutoBridge is imported (``bridge_loader.py``: only then, megatron-core imported first
+keeping its own finding that TE is absent).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib.machinery
 import io
 import json
-import logging
-import sys
-import types
 import warnings
 from pathlib import Path
 from typing import Any, Iterator
@@ -32,6 +28,7 @@ from typing import Any, Iterator
 import pytest
 
 import reference
+from bridge_loader import load_megatron_bridge
 from mlm_reference import tally
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "hf"
@@ -124,34 +121,6 @@ STATED = {
 
 
 @contextlib.contextmanager
-def _transformer_engine_stub() -> Iterator[None]:
-    """``transformer_engine.pytorch`` as empty classes, for the length of an import."""
-
-    class Stub(types.ModuleType):
-        def __getattr__(self, name: str) -> Any:
-            if name.startswith("__"):
-                raise AttributeError(name)
-            value = type(name, (), {})
-            setattr(self, name, value)
-            return value
-
-    names = ("transformer_engine", "transformer_engine.pytorch",
-             "transformer_engine.pytorch.ops")
-    for name in names:
-        module = Stub(name)
-        module.__path__ = []
-        module.__spec__ = importlib.machinery.ModuleSpec(name, None)
-        sys.modules[name] = module
-    sys.modules[names[0]].pytorch = sys.modules[names[1]]  # type: ignore[attr-defined]
-    sys.modules[names[1]].ops = sys.modules[names[2]]  # type: ignore[attr-defined]
-    try:
-        yield
-    finally:
-        for name in names:
-            sys.modules.pop(name, None)
-
-
-@contextlib.contextmanager
 def _fused_kernels_assumed() -> Iterator[None]:
     """TE's fused kernels answer "present" (the configs only name them)."""
     from packaging.version import Version
@@ -183,15 +152,7 @@ def _fused_kernels_assumed() -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def auto_bridge() -> Any:
-    pytest.importorskip("transformers", reason="AutoBridge reads configs through "
-                        "transformers (installed beside the environment)")
-    import megatron.training.arguments  # noqa: F401  (megatron-core's TE finding first)
-
-    with _transformer_engine_stub(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from megatron.bridge.models.conversion.auto_bridge import AutoBridge
-    logging.getLogger("megatron.bridge").setLevel(logging.ERROR)
-    return AutoBridge
+    return load_megatron_bridge().AutoBridge
 
 
 def _bridge_config(auto_bridge: Any, data: dict[str, Any]) -> Any:
