@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any, Mapping
 
-from .mlm_config import Exported, build_container, container_yaml
+from .mlm_config import Exported, build_container, container_yaml, read_container_file
 
 #: Megatron's sections that are Bridge's under the same name.
 SAME_SECTIONS = ("rng", "rerun_state_machine", "train", "optimizer", "ddp", "scheduler",
@@ -285,22 +285,6 @@ def _without_unset_aliases(data: Mapping[str, Any]) -> dict[str, Any]:
                        for name, section in sections.items()}}
 
 
-def _read_bridge(path: str) -> dict[str, Any]:
-    from megaplug.sources._files import UntrustedInputError, parse_yaml, read_text_file
-
-    from ._container import ContainerError
-
-    try:
-        data = parse_yaml(read_text_file(path, "Bridge config"), f"Bridge config {path}")
-    except (UntrustedInputError, OSError) as exc:
-        raise ContainerError(str(exc)) from None
-    if not is_bridge_container(data):
-        found = data.get("_target_") if isinstance(data, dict) else type(data).__name__
-        raise ContainerError(f"{path} is no Megatron-Bridge ConfigContainer (its _target_ is "
-                             f"{found!r}; `megaplug export --to bridge` writes one)")
-    return data
-
-
 def import_config(path: str, overrides: list[str], target: Any,
                   environ: Mapping[str, str] | None = None) -> Any:
     """The Megatron-LM command line reproducing the Bridge ``ConfigContainer`` YAML at
@@ -309,7 +293,8 @@ def import_config(path: str, overrides: list[str], target: Any,
     from ._container import ContainerError, apply_overrides
     from .mlm_config import imported_from
 
-    data = _read_bridge(path)
+    data = read_container_file(path, "Bridge config", is_bridge_container,
+                               "Megatron-Bridge ConfigContainer", "bridge")
     mistakes = apply_overrides(data, overrides)
     if mistakes:
         raise ContainerError("\n".join(mistakes))

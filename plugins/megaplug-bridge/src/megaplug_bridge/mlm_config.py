@@ -24,7 +24,7 @@ from ._container import (LEFT_OUT_BY_YAML, ContainerError, apply_overrides, is_c
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Iterator, Mapping
+    from typing import Any, Callable, Iterator, Mapping
 
 _NEEDS_MEGATRON = ("--to mlm-config builds the container with Megatron's own classes: it needs "
                    "megatron-core 0.18 or later importable here (pip install "
@@ -211,7 +211,8 @@ def import_config(path: str, overrides: list[str], target: Any,
     Hydra-style ``overrides`` applied) on the ``target`` release, for a job of
     ``environ``'s ``WORLD_SIZE`` (the container holds none; default: the product of its
     parallel sizes). Raises ``ValueError`` naming every mistake."""
-    data = _read_container(path)
+    data = read_container_file(path, "config container", is_container,
+                               "Megatron-LM config container", "mlm-config")
     mistakes = apply_overrides(data, overrides)
     if mistakes:
         raise ContainerError("\n".join(mistakes))
@@ -235,17 +236,21 @@ def imported_from(data: dict[str, Any], path: str, target: Any,
     return Imported(minimal(flags, target, job, settings.one_way), settings.one_way)
 
 
-def _read_container(path: str) -> dict[str, Any]:
+def read_container_file(path: str, label: str, accepts: Callable[[Any], bool],
+                        expected: str, target: str) -> dict[str, Any]:
+    """The YAML file at ``path`` (a ``label``, for messages), refused as a
+    :class:`ContainerError` unless ``accepts`` takes it as the ``expected`` kind of container,
+    which ``megaplug export --to target`` writes."""
     from megaplug.sources._files import UntrustedInputError, parse_yaml, read_text_file
 
     try:
-        data = parse_yaml(read_text_file(path, "config container"), f"config container {path}")
+        data = parse_yaml(read_text_file(path, label), f"{label} {path}")
     except (UntrustedInputError, OSError) as exc:
         raise ContainerError(str(exc)) from None
-    if not is_container(data):
+    if not accepts(data):
         found = data.get("_target_") if isinstance(data, dict) else type(data).__name__
-        raise ContainerError(f"{path} is no Megatron-LM config container (its _target_ is "
-                             f"{found!r}; `megaplug export --to mlm-config` writes one)")
+        raise ContainerError(f"{path} is no {expected} (its _target_ is {found!r}; "
+                             f"`megaplug export --to {target}` writes one)")
     return data
 
 
