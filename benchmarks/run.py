@@ -1,6 +1,7 @@
 """megaplug's performance benchmark.
 
     python benchmarks/run.py [--repeat N] [--write docs/performance.md] [--only SECTION...]
+                             [--with-example]
 
 Every figure is a median over repeated runs with min and max; every comparison is measured
 side by side in the same run, interleaved, because these machines are noisy: a ratio
@@ -698,19 +699,38 @@ def bench_plan(repeat: int) -> None:
            statistics.median(samples) < 2.0)
 
 
+#: The example plugin (examples/megaplug-example-plugin): a development checkout installs it,
+#: a deployment never does.
+EXAMPLE_PLUGIN = "lora"
+
+
+def block_the_example() -> None:
+    """Block the example plugin in this process and every process it measures (they inherit
+    ``MEGAPLUG_DISABLE``), as a deployment has no example plugin to import."""
+    blocked = [name.strip() for name in os.environ.get("MEGAPLUG_DISABLE", "").split(",")
+               if name.strip()]
+    os.environ["MEGAPLUG_DISABLE"] = ",".join(dict.fromkeys([*blocked, EXAMPLE_PLUGIN]))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--write", metavar="FILE", help="also write the results as Markdown")
     parser.add_argument("--only", nargs="*", help="run only these sections (1-11)")
+    parser.add_argument("--with-example", action="store_true",
+                        help=f"keep the example plugin ({EXAMPLE_PLUGIN}) where it is "
+                             "installed (by default it is blocked: a deployment has none)")
     options = parser.parse_args()
+    if not options.with_example:
+        block_the_example()
     sections = {"1": bench_import, "2": bench_resolve_process, "3": bench_tensor_parallel,
                 "4": bench_commands, "5": bench_resolve_in_process, "6": bench_discovery_cache,
                 "7": bench_scaling, "8": bench_side_effects, "9": bench_torch_types,
                 "10": bench_interop, "11": bench_plan}
     load_before = os.getloadavg()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, repeat={options.repeat}, "
-          f"load average {load_before[0]:.1f}")
+          f"load average {load_before[0]:.1f}, example plugin "
+          f"{'kept' if options.with_example else 'blocked'}")
     for key, function in sections.items():
         if options.only and key not in options.only:
             continue
@@ -723,7 +743,8 @@ def main() -> int:
     print(f"\n{len(RESULTS) - len(failed)}/{len(RESULTS)} targets met ({load})")
     if options.write:
         lines = [f"Python {sys.version.split()[0]}, {os.cpu_count()} cpus, "
-                 f"`--repeat {options.repeat}`, {load}.", "",
+                 f"`--repeat {options.repeat}`, example plugin "
+                 f"{'kept' if options.with_example else 'blocked'}, {load}.", "",
                  "| target | measured | verdict |", "|---|---|---|"]
         lines += [f"| {name} | {value} | {'INFO' if ok is None else 'PASS' if ok else 'FAIL'} |"
                   for name, value, ok in RESULTS]

@@ -63,6 +63,29 @@ def test_the_facade_prints_the_table_when_validation_passes(capsys):
     assert f"  params_dtype {'.' * 36} torch.float32\n" in printed
 
 
+def test_the_release_in_force_is_named_on_stderr_before_the_table_on_rank_0_only():
+    args, out, errors = argparse.Namespace(a=1), io.StringIO(), io.StringIO()
+    print_argument_table(args, {"RANK": "1"}, out, release="0.17.0 (as stated)", errors=errors)
+    assert out.getvalue() == errors.getvalue() == ""
+    print_argument_table(args, {"RANK": "0"}, out, release="0.17.0 (as stated)", errors=errors)
+    assert out.getvalue() == argument_table(args)
+    assert errors.getvalue() == "megaplug: arguments for Megatron 0.17.0 (as stated)\n"
+
+
+@pytest.mark.parametrize(("version", "said"), [
+    ("0.17.0", "0.17.0 (as stated)"),
+    ("0.17.3", "0.17.1 (megatron_core 0.17.3, as stated; 0.17.3 was not measured: resolved "
+               "as 0.17.1, the nearest earlier measured release)")])
+def test_the_facade_names_the_exact_release_of_its_table_on_stderr(version, said, capsys):
+    target = megaplug.TargetEnvironment(packages={"megatron_core": version})
+    for rank, printed in (("1", ""), ("0", f"megaplug: arguments for Megatron {said}\n")):
+        args = parse_and_validate_args(argv=BASE, environ={**ENV, "RANK": rank},
+                                       target=target, register=False)
+        captured = capsys.readouterr()
+        assert captured.err == printed
+        assert captured.out == (argument_table(args) if rank == "0" else "")
+
+
 @pytest.mark.parametrize("kwargs", [{"torch_types": False}, {"print_arguments": False}])
 def test_the_table_is_left_out_when_asked_or_when_the_namespace_is_not_megatrons(kwargs, capsys):
     parse_and_validate_args(argv=BASE, environ=ENV, register=False, **kwargs)

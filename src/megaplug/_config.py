@@ -10,6 +10,7 @@ from ._record import FrozenRecord
 from ._registry import FlagTable
 from .environment import TargetEnvironment
 from .values._encoding import deep_copy
+from .values._read_log import read_log
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -157,6 +158,13 @@ class Draft(_Settings):
         _set(view, "phase", phase), _set(view, "_plugin", plugin), _set(view, "_rule", rule)
         return view
 
+    def watch_reads(self) -> set[str]:
+        """The names this view reads from now on, filled in as it reads them (through a log;
+        what it sets still reaches the draft): a rule's reads, after a value was refused."""
+        read: set[str] = set()
+        object.__setattr__(self, "_values", read_log(self._values, read))
+        return read
+
     def mutable_values(self) -> dict[str, Any]:
         """A deep copy of every list, dict and set value: what a read-only phase compares
         with :meth:`undo_changes` after each rule."""
@@ -286,10 +294,9 @@ class Resolved(_Settings):
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled by value: values, provenance, warnings and plugins; of the flag table (its
         parsers are code) only the options classes :meth:`options` names, by reference."""
-        table = FlagTable()
-        for plugin, found in (self._table.options_classes if self._table else {}).items():
-            table.options_classes[plugin] = found if isinstance(found, str) else \
-                f"{found.__module__}:{found.__qualname__}"
+        table = FlagTable.assemble((), options_classes={
+            plugin: found if isinstance(found, str) else f"{found.__module__}:{found.__qualname__}"
+            for plugin, found in (self._table.options_classes if self._table else {}).items()})
         return Resolved, (dict(self._values), dict(self._provenance), table,
                           list(self.warnings), list(self.plugins))
 

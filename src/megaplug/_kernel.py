@@ -11,17 +11,17 @@ from ._errors import (MAX_SUGGESTED_LENGTH, MAX_UNRECOGNIZED_SHOWN, ConfigError,
 from ._options import FlagSpec, choice_name
 from ._plugins import (ACTIVE, BLOCKED, BROKEN, UNAVAILABLE, PluginInfo, PluginRecord,
                        PluginSet, describe_failure)
-from ._registry import FlagDeclarations, FlagTable
+from ._registry import Declaration, Declared, declare
 from ._rules import RuleStep
 from .sources._declarations import reference_problems, unresolved
 from .sources._config_files import ConfigFileError, load_config_file, spelled_twice
 from .environment import TargetEnvironment
 from .environment._environment import OTHER_LINE_HINT
-from .environment._narrow import back_to_release, narrow, report_lines, withheld_defaults
+from .environment._narrow import back_to_release, report_lines, withheld_defaults
 from .sources._command_line import NEGATIVE_NUMBER, Occurrence, split
 from .sources._selection import is_shipped
 from .values._encoding import fresh
-from .values._read_log import refused_by, watch_reads
+from .values._read_log import refused_by
 from .values._conversion import conversion_problem as _conversion_problem
 from .hookspecs import HOOKS, PHASES
 
@@ -43,7 +43,6 @@ class Kernel:
         self.plugins = plugins
         #: The release line of each package the table is for (``{"megatron_core": "0.17"}``).
         self.lines: dict[str, str] = dict(lines or {})
-        self.table = FlagTable()
         self.setup_problems: list[Problem] = [Problem(
             f"plugin {r.name!r} ({r.where()}) is broken: {r.reason}", plugin=r.name,
             hint=f"fix or uninstall it, or block it with -p no:{r.name}")
@@ -66,9 +65,13 @@ class Kernel:
         if snapshot:  # the table as a previous process declared it, while nothing changed
             from .cache._flag_table import declare_or_read
 
-            declare_or_read(self, self._declare_all)
+            declared, sources = declare_or_read(plugins.records.values(), self.lines,
+                                                self._declare_all, self._storable)
+            if sources is not None:  # read back: it was stored only once its names checked
+                self.sources, self.references_checked = sources, True
         else:
-            self._declare_all()
+            declared = self._declare_all()
+        self._adopt(declared)
         self.timings["add_args"] = time.perf_counter() - started
 
     # -- set-up ----------------------------------------------------------------------
@@ -89,15 +92,31 @@ class Kernel:
                 superseded.setdefault(rule, []).append(when)
         return steps, superseded
 
-    def _declare_all(self) -> None:
-        # Built-ins, then shipped plugins declare first: one claiming their flag is the one broken
-        for record in sorted(self.plugins.active(), key=lambda r: (r.source != "builtin",
-                                                                   not is_shipped(r))):
-            self._declare(record)
-        for record in self.plugins.records.values():
-            if record.status != ACTIVE and record.module is not None:
-                self._learn_flags_of(record, record.module)
-        self.table = narrow(self.table, self.lines)  # the target's releases' flags and facts
+    def _declare_all(self) -> Declared:
+        """Every plugin's declaration: built-ins, then shipped plugins first (one claiming
+        their flag is the one broken), then the inactive plugins' spellings."""
+        active = sorted(self.plugins.active(), key=lambda r: (r.source != "builtin",
+                                                              not is_shipped(r)))
+        return declare([*(Declaration(r.name, r.info.options if r.info else None, tuple(
+            step.function for step in self._steps[r.name]["add_args"])) for r in active),
+            *(_inactive_declaration(r, r.module) for r in self.plugins.records.values()
+              if r.status != ACTIVE and r.module is not None)], self.lines)
+
+    def _storable(self, declared: Declared) -> bool:
+        """Whether a table just declared may be stored: no failure, and every name holds."""
+        problems = len(self.setup_problems)
+        if not declared.failures:  # else they are checked, and reported, at the first parse
+            self.check_references()
+        return not declared.failures and len(self.setup_problems) == problems
+
+    def _adopt(self, declared: Declared) -> None:
+        """Take a declaration (made here or read back) as this kernel's: its table, the
+        inactive plugins' flags, and each plugin whose declaration raised, broken."""
+        self.table = declared.table
+        for name, exc in declared.failures.items():
+            self._broken(self.plugins.records[name], exc)
+        for name, specs in declared.inactive.items():
+            self._learn(self.plugins.records[name], specs)
 
     def check_references(self) -> None:
         """Check, once, every name the plugins' ``PluginInfo`` give (their problems join
@@ -109,47 +128,25 @@ class Kernel:
                 f"correct the name in plugin {plugin!r}'s PluginInfo, or block it with -p no:"
                 f"{plugin}")) for plugin, message in reference_problems(self.plugins.records)]
 
-    def _declare(self, record: PluginRecord) -> None:
-        try:
-            flags = FlagDeclarations(self.table, record.name)
-            if record.info is not None and record.info.options is not None:
-                flags.declare(record.info.options)
-            for step in self._steps[record.name]["add_args"]:
-                step.function(flags)
-        except PluginError as exc:
-            record.status, record.reason = BROKEN, str(exc)
-            self.setup_problems.append(Problem(str(exc), plugin=record.name, hint=(
-                f"rename it, or block plugin {record.name!r} with -p no:{record.name}"
-                if " both " in str(exc) else
-                f"correct plugin {record.name!r}'s declaration, or block it with -p no:"
-                f"{record.name}")))
-        except (Exception, SystemExit) as exc:  # sys.exit() in a plugin must not end megaplug
-            record.status, record.reason = BROKEN, f"add_args raised {describe_failure(exc)}"
-            self.setup_problems.append(Problem(
-                f"plugin {record.name!r} ({record.where()}) raised {type(exc).__name__} in "
-                f"add_args: {exc}", plugin=record.name,
-                hint=f"this is a bug in the plugin; block it with -p no:{record.name}"))
+    def _broken(self, record: PluginRecord, exc: BaseException) -> None:
+        """Mark a plugin whose declaration raised broken, with the problem saying why."""
+        name, message = record.name, str(exc)
+        if isinstance(exc, PluginError):
+            record.reason, hint = message, (
+                f"rename it, or block plugin {name!r} with -p no:{name}" if " both " in message
+                else f"correct plugin {name!r}'s declaration, or block it with -p no:{name}")
+        else:
+            record.reason = f"add_args raised {describe_failure(exc)}"
+            message = f"plugin {name!r} ({record.where()}) raised {type(exc).__name__} in " \
+                      f"add_args: {exc}"
+            hint = f"this is a bug in the plugin; block it with -p no:{name}"
+        record.status = BROKEN
+        self.setup_problems.append(Problem(message, plugin=name, hint=hint))
 
-    def _learn_flags_of(self, record: PluginRecord, module: Any) -> None:
-        """Learn an inactive plugin's spellings, so that using one gets a clear message."""
-        function = getattr(module, "add_args", None)
-        function = function if hasattr(function, "megaplug_impl") else None
-        info = getattr(module, "megaplug_plugin", None)
-        declared = getattr(info, "options", None) if isinstance(info, PluginInfo) else None
-        if function is None and declared is None:
-            return
-        shadow = FlagTable()  # a release may declare an unavailable plugin's flags (kitchen's):
-        shadow.release_data = self.table.release_data if record.status == UNAVAILABLE else {}
-        try:
-            flags = FlagDeclarations(shadow, record.name)
-            if declared is not None:
-                flags.declare(declared)
-            if function is not None:
-                function(flags)
-        except (Exception, SystemExit):
-            return
-        self.inactive_specs.setdefault(record.name, list(shadow))
-        for option in shadow.by_option:
+    def _learn(self, record: PluginRecord, specs: list[FlagSpec]) -> None:
+        """Learn an inactive plugin's specs, and the spellings the table lacks (to name it)."""
+        self.inactive_specs.setdefault(record.name, specs)
+        for option in (option for spec in specs for option in spec.option_strings):
             if option not in self.table.by_option:
                 self.inactive_flags.setdefault(option, record)
 
@@ -344,9 +341,11 @@ class Kernel:
             if record.status == BLOCKED and record.loader is not None:
                 loader, record.loader = record.loader, None
                 try:
-                    self._learn_flags_of(record, loader())
+                    learned = declare([_inactive_declaration(record, loader())], {}).inactive
                 except (Exception, SystemExit):  # one failing even to import is skipped
-                    pass
+                    continue
+                for specs in learned.values():
+                    self._learn(record, specs)
 
     def _check_mutex(self, provenance: dict[str, Provenance], sink: ProblemSink) -> None:
         for dests in self.table.mutex_groups:
@@ -440,7 +439,7 @@ class Kernel:
         name, rule = record.name, step.name
         view = draft.for_rule(phase, name, rule)
         doubted, before = sink.doubtful | refused, len(sink.problems)
-        reads = watch_reads(view) if doubted else None  # after a refusal only
+        reads = view.watch_reads() if doubted else None  # after a refusal only
         superseded = self._superseded.get(f"{name}.{rule}", ())
         try:
             if (step.when is None or step.when(view)) and not any(
@@ -478,6 +477,15 @@ def _may_apply(group: RuleStep, draft: Draft) -> bool:
         return group.when is None or bool(group.when(draft))
     except Exception:  # noqa: BLE001
         return True
+
+
+def _inactive_declaration(record: PluginRecord, module: Any) -> Declaration:
+    """What an inactive plugin's ``module`` declares; an unavailable one's releases count."""
+    function = getattr(module, "add_args", None)
+    info = getattr(module, "megaplug_plugin", None)
+    return Declaration(record.name, info.options if isinstance(info, PluginInfo) else None,
+                       (function,) if hasattr(function, "megaplug_impl") else (), active=False,
+                       releases=record.status == UNAVAILABLE)
 
 
 def _hook_step(implementation: tuple[Any, tuple[str, ...]] | None) -> list[RuleStep]:

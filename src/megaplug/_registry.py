@@ -1,4 +1,5 @@
-"""The flag table: every setting declared by every plugin, with single ownership."""
+"""The flag table: every setting declared by every plugin, with single ownership. A table is
+a value: :func:`declare` builds it, and only this module writes its indexes."""
 
 from __future__ import annotations
 
@@ -6,12 +7,81 @@ import importlib
 
 from ._errors import PluginError
 from ._options import FlagSpec, spec_from_argparse, specs_from_options
+from ._record import FrozenRecord
+from .environment._narrow import narrow
 from .environment._release_data import release_data_beside
 from .sources._selection import read_by_megaplug
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Iterable, Iterator, Sequence
+    from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+
+class Declaration(FrozenRecord):
+    """How one plugin declares its flags: its ``PluginInfo(options=...)`` and ``add_args``.
+    An inactive plugin's flags are only learned (to name it when one is used), except those
+    its data gives a release with or without it, with ``releases`` (kitchen's, before 0.16)."""
+
+    __slots__ = ("plugin", "options", "add_args", "active", "releases")
+    plugin: str
+    options: Any
+    add_args: tuple[Callable[[FlagDeclarations], None], ...]
+    active: bool
+    releases: bool
+
+    def __init__(self, plugin: str, options: Any, add_args: tuple[Callable[..., None], ...],
+                 active: bool = True, releases: bool = False) -> None:
+        self._fill(locals())
+
+
+class Declared(FrozenRecord):
+    """A plugin set's declaration: ``table``, ``inactive`` specs and ``failures`` by plugin."""
+
+    __slots__ = ("table", "inactive", "failures")
+    table: FlagTable
+    inactive: dict[str, list[FlagSpec]]
+    failures: dict[str, BaseException]
+
+    def __init__(self, table: FlagTable, inactive: dict[str, list[FlagSpec]],
+                 failures: dict[str, BaseException]) -> None:
+        self._fill(locals())
+
+
+def declare(declarations: Sequence[Declaration], lines: Mapping[str, str]) -> Declared:
+    """The flag table of ``declarations`` (a flag's first owner keeps it) narrowed to
+    ``lines`` (package -> release), and the inactive plugins' specs. A plugin whose
+    declaration raises fails alone: what it declared stays, its spellings are learned."""
+    table, release_data, failures = FlagTable(), {}, {}
+    for declaration in (one for one in declarations if one.active):
+        flags = FlagDeclarations(table, declaration.plugin)
+        try:
+            _run(declaration, flags)
+        except (Exception, SystemExit) as exc:  # sys.exit() in a plugin must not end megaplug
+            failures[declaration.plugin] = exc
+            continue
+        if flags.release_data is not None:
+            release_data[declaration.plugin] = flags.release_data
+    inactive: dict[str, list[FlagSpec]] = {}
+    for declaration in (one for one in declarations if not one.active or one.plugin in failures):
+        shadow = FlagTable()  # of its own: an inactive plugin's flags are only learned
+        flags = FlagDeclarations(shadow, declaration.plugin)
+        try:
+            _run(declaration, flags)
+        except (Exception, SystemExit):
+            continue
+        if declaration.options is not None or declaration.add_args:
+            inactive.setdefault(declaration.plugin, list(shadow))
+        if flags.release_data is not None and declaration.releases and not declaration.active:
+            release_data[declaration.plugin] = flags.release_data
+    table.release_data = release_data  # read as the table is narrowed
+    return Declared(narrow(table, lines), inactive, failures)
+
+
+def _run(declaration: Declaration, flags: FlagDeclarations) -> None:
+    if declaration.options is not None:
+        flags.declare(declaration.options)
+    for function in declaration.add_args:
+        function(flags)
 
 
 class FlagDeclarations:
@@ -28,6 +98,8 @@ class FlagDeclarations:
         self._table = table
         self.plugin = plugin
         self._exclusive = exclusive  # a mutually exclusive group's dests
+        #: The release data beside what :meth:`declare` declared (a path), if it ships one.
+        self.release_data: str | None = None
 
     def declare(self, declaration: str | Any) -> None:
         """Declare what ``PluginInfo(options=...)`` names (imported now if a reference): an
@@ -40,9 +112,7 @@ class FlagDeclarations:
 
             raise PluginError(unresolved(self.plugin, f"options={declaration!r}", declaration,
                                          exc)) from None
-        data = release_data_beside(declaration, found)
-        if data is not None:  # read when a table is narrowed to a release
-            self._table.release_data[self.plugin] = data
+        self.release_data = release_data_beside(declaration, found)  # read when narrowed
         if isinstance(found, type):
             self.add_options(found)
         elif callable(found):

@@ -153,7 +153,8 @@ def test_the_embedding_counts_in_the_split_when_asked():
 def test_layers_per_virtual_stage_divide_a_pipeline_stage(pp, layers, per_stage, rejected,
                                                           virtual):
     resolved = assert_rule((PER_VIRTUAL_STAGE, LAYERS),
-                           (PP, str(pp), LAYERS, str(layers), PER_VIRTUAL_STAGE, str(per_stage)),
+                           (PP, str(pp), LAYERS, str(layers), PER_VIRTUAL_STAGE, str(per_stage),
+                            GLOBAL, str(pp)),  # the interleaved schedule needs PP micro-batches
                            pp, rejected)
     if not rejected:
         assert resolved.virtual_pipeline_model_parallel_size == virtual
@@ -174,7 +175,7 @@ def test_zero_layers_per_virtual_stage_is_refused():
 ])
 def test_the_interleaved_schedule_needs_enough_pipeline_stages(pp, overlap, rejected):
     argv = (PP, str(pp), LAYERS, str(2 * pp), "--num-virtual-stages-per-pipeline-rank", "2",
-            *overlap)
+            GLOBAL, str(pp), *overlap)
     assert_rule((PP,), argv, pp, rejected)
 
 
@@ -322,7 +323,8 @@ def test_evaluation_batches_split_into_micro_batches_on_every_rank(world, eval_m
 ])
 def test_hybrid_pattern_segments_divide_over_pipeline_ranks(pattern, pp, rejected, virtual):
     resolved = assert_rule(("--hybrid-layer-pattern", PP),
-                           ("--hybrid-layer-pattern", pattern, PP, str(pp)), pp, rejected)
+                           ("--hybrid-layer-pattern", pattern, PP, str(pp), GLOBAL, str(pp)),
+                           pp, rejected)
     if not rejected:
         assert resolved.virtual_pipeline_model_parallel_size == virtual
 

@@ -85,9 +85,12 @@ def test_frozen_training_still_checks_overlap_param_gather_as_given():
 
 
 def test_frozen_training_accepts_what_the_distributed_optimizer_allowed():
+    # validate_args' acceptance; Megatron's DDP then refuses two optimizer instances without
+    # the distributed optimizer it turned off (pre-flight's first-step rule says so)
     resolved = _resolve([*FROZEN, "--use-distributed-optimizer", "--overlap-grad-reduce",
                          "--overlap-param-gather", "--fp8-format", "hybrid",
-                         "--fp8-param-gather", "--num-distributed-optimizer-instances", "2"])
+                         "--fp8-param-gather", "--num-distributed-optimizer-instances", "2"],
+                        env={**ENV, "MEGAPLUG_PREFLIGHT": "0"})
     assert resolved.use_distributed_optimizer is False
     assert resolved.overlap_param_gather is False
     assert resolved.fp8_param_gather is True

@@ -21,7 +21,8 @@ VIRTUAL = ("--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-
            "--pipeline-model-parallel-layout")
 SPLIT = ("--num-layers", "--pipeline-model-parallel-size",
          "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split")
-PP2 = ("--pipeline-model-parallel-size", "2")
+# two micro-batches a step on two ranks: the interleaved schedule needs PP of them
+PP2 = ("--pipeline-model-parallel-size", "2", "--global-batch-size", "2")
 NOT_INTERLEAVED = ("turning off p2p communication overlap and aligned parameter all-gather: the "
                    "non-interleaved pipeline schedule supports neither",
                    ("--no-overlap-p2p-communication", "--no-align-param-gather"))

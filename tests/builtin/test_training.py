@@ -254,7 +254,7 @@ def test_nan_lr_set_after_parsing_fails_the_floor_check():
 
     loaded = kernel()
     draft, sink = loaded.parse(BASE, environ=ENV, target=target())
-    draft._values["lr"] = float("nan")
+    draft.settle({"lr": float("nan")}, {})  # as a caller may, outside any rule
     with pytest.raises(megaplug.ConfigError) as info:
         loaded.finish(draft, sink)
     assert "--min-lr 0.0 cannot be compared with --lr nan" in [

@@ -92,6 +92,14 @@ def test_docs_writes_reference(toy_env, capsys, tmp_path):
     assert "[core](core.md)" in (tmp_path / "index.md").read_text()
 
 
+def test_docs_index_names_its_own_folder_each_time(toy_env, capsys, tmp_path):
+    # the second run finds the first's answer cached: its --out must not come with it
+    for folder in (tmp_path / "first", tmp_path / "second", tmp_path / "first"):
+        code, _, _ = run(capsys, "docs", "--out", str(folder))
+        index = (folder / "index.md").read_text()
+        assert code == 0 and f"--out {folder}`" in index, index.splitlines()[2]
+
+
 def test_python_dash_m_and_no_torch_import():
     code = (
         "import sys, megaplug, megaplug.megatron\n"

@@ -75,6 +75,17 @@ def test_a_changed_default_in_text(capsys, clean_env):
     assert "  [logging] eval_interval: 1000 -> null\n      declared default of logging\n" in out
 
 
+@pytest.mark.parametrize(("version", "header"), [
+    ("0.17.1", "megatron_core 0.17.1"),
+    ("0.17.3", "megatron_core 0.17.3 (as 0.17.1; 0.17.3 was not measured: resolved as 0.17.1, "
+               "the nearest earlier measured release)"),
+    ("0.17.0rc1", "megatron_core 0.17.0rc1 (as 0.17.0; a pre-release of 0.17.0, resolved as "
+                  "that release)")])
+def test_the_header_names_the_release_in_force_and_why(capsys, clean_env, version, header):
+    code, out, err = upgrade(capsys, version, "0.19.2")
+    assert out.splitlines()[:2] == [f"from: {header}", "to:   megatron_core 0.19.2"], err
+
+
 def test_a_validation_the_target_adds_rejects_the_launch(capsys, clean_env):
     flags = ("--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "te")
     code, found = report(capsys, "0.17.1", "0.19.2", *flags)

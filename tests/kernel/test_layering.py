@@ -1,13 +1,23 @@
 """The house rules issue 12 measures, checked on the source itself.
 
-* The kernel is the modules at the top of ``src/megaplug/``; the packages below it
-  (``_startup``, ``sources``, ``environment``, ``cache``, ``values``) never import the
-  kernel's pipeline, the plugins or the packages that use the kernel (``cli``,
-  ``megatron``); the kernel never imports those.
+* The kernel is the modules at the top of ``src/megaplug/``. The packages below it are
+  layered, lowest first: ``_startup`` (nothing of megaplug), ``values``, ``sources``,
+  ``cache``, ``environment``; each imports only the packages before it in that order, and of
+  the kernel only its values -- ``_record``, ``_errors``, ``_options`` and ``_version``
+  (records, problems, flag specs) -- and, for the cache, which stores and reads the flag
+  table, ``_registry``: never the pipeline (``_kernel``, ``_config``, ``_plugins``,
+  ``_api``, ``_rules``, ``hookspecs``), a plugin or a package that uses the kernel (``cli``,
+  ``megatron``, ``builtin``, ``testing``); the kernel never imports those. One import goes
+  up today, named in :data:`KNOWN_UPWARD` with its reason; any other fails.
+* A flag table is a value: only ``_registry.py`` (its one builder, ``declare``, and the
+  table's own methods) writes a table's indexes; only ``_config.py`` touches ``Draft``'s
+  private state.
 * A built-in plugin never names a setting a feature plugin declares: a core that knows its
   optional features' settings cannot lose them.
 * No function is longer than 40 lines, in the kernel or in any plugin; the kernel itself
   is at most 2,500 lines.
+
+Each check has a test that it can fail, on a small tree of its own.
 """
 
 from __future__ import annotations
@@ -23,15 +33,24 @@ SOURCE = Path(megaplug.__file__).resolve().parent
 REPOSITORY = SOURCE.parents[1]
 PLUGIN_SOURCES = sorted(REPOSITORY.glob("plugins/*/src"))
 
-#: The packages the kernel uses, and what none of them may import.
-BELOW_THE_KERNEL = ("_startup", "sources", "environment", "cache", "values")
-PIPELINE_AND_ABOVE = ("megaplug._kernel", "megaplug._plugins", "megaplug._api",
-                      "megaplug.builtin", "megaplug.cli", "megaplug.megatron")
+#: The packages the kernel uses, lowest first: each imports only those before it.
+BELOW_THE_KERNEL = ("_startup", "values", "sources", "cache", "environment")
+#: The kernel's modules a package below it may import: the kernel's values.
+KERNEL_VALUES = ("_record", "_errors", "_options", "_version")
+#: ... and what one package needs beyond them: the cache stores and reads the flag table.
+ALSO_ALLOWED = {"cache": ("_registry",)}
+#: The imports that go up today, each with its reason (``path``, module imported).
+KNOWN_UPWARD = {
+    # reading a config file in another program's format asks the installed format readers,
+    # which the cache's entry-point reader finds (a function-level import, on that path only)
+    ("sources/_config_files.py", "megaplug.cache._entry_points"),
+}
 
 
-def _imported_modules(path: Path) -> set[str]:
-    """Every module ``path`` imports, absolute, at module level or inside a function."""
-    package = ".".join(path.relative_to(SOURCE.parent).with_suffix("").parts[:-1])
+def _imported_modules(path: Path, source: Path = SOURCE, names: bool = True) -> set[str]:
+    """Every module ``path`` imports, absolute, at module level or inside a function (with
+    ``names``, also each ``from X import name`` as ``X.name``, which may be a module)."""
+    package = ".".join(path.relative_to(source.parent).with_suffix("").parts[:-1])
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
@@ -41,8 +60,10 @@ def _imported_modules(path: Path) -> set[str]:
             if node.level:
                 parent = package.split(".")[:len(package.split(".")) - node.level + 1]
                 base = ".".join([*parent, base] if base else parent)
-            found.add(base)
-            found.update(f"{base}.{alias.name}" for alias in node.names)
+            if node.module:  # (``from .. import _startup`` imports the module, not the package)
+                found.add(base)
+            if names or not node.module:
+                found.update(f"{base}.{alias.name}" for alias in node.names)
     return found
 
 
@@ -50,12 +71,44 @@ def _within(module: str, prefixes: tuple[str, ...]) -> bool:
     return any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes)
 
 
-@pytest.mark.parametrize("package", BELOW_THE_KERNEL)
-def test_the_packages_below_the_kernel_import_nothing_above_them(package):
-    offending = {f"{path.relative_to(SOURCE)} imports {module}"
-                 for path in sorted((SOURCE / package).glob("*.py"))
-                 for module in _imported_modules(path) if _within(module, PIPELINE_AND_ABOVE)}
-    assert offending == set()
+def _layering_offences(source: Path = SOURCE) -> set[str]:
+    """Each import of a package below the kernel (under ``source``, a ``megaplug`` tree)
+    that breaks the layering the module docstring states."""
+    offending = set()
+    for place, package in enumerate(BELOW_THE_KERNEL):
+        allowed = tuple(f"megaplug.{name}" for name in (
+            *BELOW_THE_KERNEL[:place + 1], *KERNEL_VALUES, *ALSO_ALLOWED.get(package, ())))
+        for path in sorted((source / package).rglob("*.py")):
+            where = path.relative_to(source).as_posix()
+            offending |= {f"{where} imports {module}"
+                          for module in _imported_modules(path, source, names=False)
+                          if (_within(module, ("megaplug",)) or module.startswith("megaplug_"))
+                          and not _within(module, allowed) and not any(
+                              where == known_path and _within(module, (known,))
+                              for known_path, known in KNOWN_UPWARD)}
+    return offending
+
+
+def test_the_packages_below_the_kernel_import_only_downward():
+    assert _layering_offences() == set()
+
+
+def test_the_layering_check_sees_an_import_up_or_into_the_pipeline(tmp_path):
+    tree = tmp_path / "megaplug"
+    for package, text in (("values", "from ..cache._store import cached\nfrom .._kernel "
+                                     "import Kernel\nfrom .._record import Record\n"),
+                          ("cache", "from ..values._encoding import fresh\n"
+                                    "def later():\n    from ..environment import narrow\n"),
+                          ("environment", "from .. import _registry\nimport megaplug_moe\n"
+                                          "import megaplug\n")):
+        (tree / package).mkdir(parents=True)
+        (tree / package / "bad.py").write_text(text)
+    assert _layering_offences(tree) == {
+        "values/bad.py imports megaplug.cache._store",
+        "values/bad.py imports megaplug._kernel",
+        "cache/bad.py imports megaplug.environment",
+        "environment/bad.py imports megaplug._registry",
+        "environment/bad.py imports megaplug_moe", "environment/bad.py imports megaplug"}
 
 
 def test_the_kernel_never_imports_the_packages_that_use_it():
@@ -64,6 +117,113 @@ def test_the_kernel_never_imports_the_packages_that_use_it():
                  for path in sorted(SOURCE.glob("*.py")) if path.name != "__main__.py"
                  for module in _imported_modules(path) if _within(module, users)}
     assert offending == set()
+
+
+#: A flag table's indexes: written only by ``_registry.py`` (its builder and own methods).
+TABLE_INDEXES = frozenset(("specs", "by_dest", "by_option", "by_env", "options_classes",
+                           "mutex_groups", "release_data", "withheld", "elsewhere", "renamed"))
+#: The methods that change a list or dict in place.
+MUTATORS = frozenset(("append", "extend", "insert", "update", "setdefault", "pop", "popitem",
+                      "clear", "remove", "sort", "reverse", "__setitem__", "__delitem__"))
+
+
+def _on_another(node: ast.AST, names: frozenset[str]) -> bool:
+    """Whether ``node`` (or what it indexes) is one of ``names`` of something other than
+    ``self`` (a class's own attribute of the same name is its own business)."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return (isinstance(node, ast.Attribute) and node.attr in names
+            and not (isinstance(node.value, ast.Name) and node.value.id == "self"))
+
+
+def _targets(node: ast.AST) -> list[ast.AST]:
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return [target for element in node.elts for target in _targets(element)]
+    return _targets(node.value) if isinstance(node, ast.Starred) else [node]
+
+
+def _written(node: ast.AST) -> list[ast.AST]:
+    """What an assignment or a deletion writes (nothing, for any other node)."""
+    if isinstance(node, (ast.Assign, ast.Delete)):
+        return [target for each in node.targets for target in _targets(each)]
+    if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        return _targets(node.target)
+    return []
+
+
+def _changes_in_place(node: ast.AST, names: frozenset[str]) -> bool:
+    """Whether ``node`` calls a mutator on one of ``names``, or sets one by ``setattr``."""
+    if not isinstance(node, ast.Call):
+        return False
+    if isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS:
+        return _on_another(node.func.value, names)
+    return ast.unparse(node.func) in ("setattr", "delattr", "object.__setattr__") and any(
+        isinstance(arg, ast.Constant) and arg.value in names for arg in node.args[1:2])
+
+
+def _index_writes(roots: list[Path], allowed: tuple[Path, ...]) -> list[str]:
+    """Each assignment, deletion, in-place change or ``setattr`` of a table's index outside
+    the ``allowed`` files."""
+    found = []
+    for path in (path for root in roots for path in sorted(root.rglob("*.py"))):
+        for node in () if path in allowed else ast.walk(ast.parse(path.read_text())):
+            if any(_on_another(target, TABLE_INDEXES) for target in _written(node)) or \
+                    _changes_in_place(node, TABLE_INDEXES):
+                found.append(f"{path}:{node.lineno} {ast.unparse(node).splitlines()[0]}")
+    return found
+
+
+def test_only_the_registry_writes_a_tables_indexes():
+    assert _index_writes([SOURCE, *PLUGIN_SOURCES], (SOURCE / "_registry.py",)) == []
+
+
+def test_the_index_check_sees_every_kind_of_write(tmp_path):
+    (tmp_path / "writes.py").write_text(
+        "table.by_option['--x'] = spec\n"
+        "kernel.table.release_data = {}\n"
+        "del table.by_dest['x']\n"
+        "table.mutex_groups.append([])\n"
+        "table.by_dest.setdefault('x', []).append(spec)\n"
+        "table.by_dest['x'].append(spec)\n"
+        "setattr(table, 'elsewhere', {})\n"
+        "self.renamed = {}\n"  # a class's own attribute
+        "found = table.by_option.get('--x')\n")  # a read
+    (tmp_path / "allowed.py").write_text("table.by_option['--x'] = spec\n")
+    assert sorted(line.split(" ", 1)[1] for line in _index_writes(
+        [tmp_path], (tmp_path / "allowed.py",))) == sorted([
+            "table.by_option['--x'] = spec", "kernel.table.release_data = {}",
+            "del table.by_dest['x']", "table.mutex_groups.append([])",
+            "table.by_dest.setdefault('x', [])", "table.by_dest['x'].append(spec)",
+            "setattr(table, 'elsewhere', {})"])
+
+
+def _draft_private_uses(roots: list[Path], allowed: tuple[Path, ...]) -> list[str]:
+    """Each use of ``Draft``'s private state (an attribute of another object, or its name
+    as text, for ``setattr`` and friends) outside the ``allowed`` files."""
+    from megaplug import Draft
+
+    private = frozenset(name for name in Draft.__slots__ if name.startswith("_"))
+    found = []
+    for path in (path for root in roots for path in sorted(root.rglob("*.py"))):
+        for node in () if path in allowed else ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Attribute) and _on_another(node, private)) or (
+                    isinstance(node, ast.Constant) and node.value in private):
+                found.append(f"{path.name}:{node.lineno} {ast.unparse(node)}")
+    return found
+
+
+def test_only_the_config_module_touches_a_drafts_private_state():
+    assert _draft_private_uses([SOURCE, *PLUGIN_SOURCES], (SOURCE / "_config.py",)) == []
+
+
+def test_the_private_state_check_sees_a_read_a_write_and_a_name(tmp_path):
+    (tmp_path / "peeks.py").write_text(
+        "values = view._values\n"
+        "draft._provenance['x'] = record\n"
+        "object.__setattr__(view, '_values', log)\n"
+        "self._values = {}\n")  # a class's own attribute
+    assert sorted(_draft_private_uses([tmp_path], ())) == [
+        "peeks.py:1 view._values", "peeks.py:2 draft._provenance", "peeks.py:3 '_values'"]
 
 
 def _feature_settings() -> dict[str, str]:

@@ -420,15 +420,15 @@ def test_a_releases_flag_another_active_plugin_declares_stays_that_plugins():
              "const": None, "releases": [["0.13.0", "0.13.1"]]}
     data = {"package": "megatron_core", "releases": ["0.13.0", "0.13.1", "seed"],
             "extra": [extra]}
-    table = FlagTable()
-    table.add(FlagSpec("kitchen_config_file", "kitchen", option_strings=("--kitchen-config-file",),
-                       type=str, help="kitchen's own"))
-    table.release_data["precision"] = ReleaseData(data)
+    table = FlagTable.assemble(
+        [FlagSpec("kitchen_config_file", "kitchen", option_strings=("--kitchen-config-file",),
+                  type=str, help="kitchen's own")],
+        release_data={"precision": ReleaseData(data)})
     narrowed = narrow(table, {"megatron_core": "0.13.1"})
     assert [spec.help for spec in narrowed.by_dest["kitchen_config_file"]] == ["kitchen's own"]
-    bare = FlagTable()
-    bare.add(FlagSpec("num_layers", "model", option_strings=("--num-layers",), type=int))
-    bare.release_data["kitchen"] = ReleaseData(data)
+    bare = FlagTable.assemble(
+        [FlagSpec("num_layers", "model", option_strings=("--num-layers",), type=int)],
+        release_data={"kitchen": ReleaseData(data)})
     narrowed = narrow(bare, {"megatron_core": "0.13.0"})
     assert [spec.help for spec in narrowed.by_dest["kitchen_config_file"]] == [
         "(only in 0.13.0 to 0.13.1)"]

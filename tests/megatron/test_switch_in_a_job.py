@@ -80,6 +80,22 @@ def test_the_switch_prints_megatrons_table_on_rank_0_only(tmp_path):
     assert json.loads(rank1.stdout.strip().splitlines()[-1])["tiny_knob"] == 3
 
 
+def test_the_switch_names_the_exact_release_of_its_table_on_stderr_on_rank_0(tmp_path):
+    """The table on standard output stays Megatron's; which release its arguments are for
+    is one line on standard error, on rank 0 only."""
+    import megaplug
+
+    installed = megaplug.TargetEnvironment().line_choice("megatron_core")
+    said = f"megaplug: arguments for Megatron {installed.describe()}\n"
+    assert installed.version and installed.source == "imported megatron.core"
+    rank0 = switch("pretrain_tiny.py", SMALL["argv"], tmp_path)
+    assert rank0.returncode == 0, rank0.stderr[-3000:]
+    assert rank0.stderr.count(said) == 1 and said not in rank0.stdout
+    assert rank0.stdout.startswith(TITLE)
+    rank1 = switch("pretrain_tiny.py", SMALL["argv"], tmp_path, RANK="1", WORLD_SIZE="2")
+    assert rank1.returncode == 0 and "megaplug: arguments for" not in rank1.stderr
+
+
 def test_the_scripts_own_flags_are_the_scripts(tmp_path):
     served = switch("serve_tiny.py", [*SMALL["argv"], "-p", "8080", "--config", "x.yaml"],
                     tmp_path)

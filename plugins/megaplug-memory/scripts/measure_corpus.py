@@ -410,7 +410,7 @@ def child(megatron: str, result_path: str, argv: list[str]) -> None:
 def batch_configs(batch: str) -> list[dict]:
     """A batch by its letter, or a JSON file of configurations (``name``, ``world_size``,
     ``rank``, ``argv`` and optionally ``env`` each: what ``megaplug plan`` picks, written by
-    ``plugins/megaplug-plan/scripts/plan_batch.py``)."""
+    ``plugins/megaplug-memory/scripts/plan_batch.py``)."""
     if batch in BATCHES:
         return BATCHES[batch]
     with open(batch) as handle:

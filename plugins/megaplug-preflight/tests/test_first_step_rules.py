@@ -12,8 +12,8 @@ TP2 = ["--tensor-model-parallel-size", "2"]
 SEQUENCE_PARALLEL_MESSAGE = (
     "MoE with --tensor-model-parallel-size 2 needs --sequence-parallel while training "
     "(ValueError: During training, performance may degrade if MoE and tensor parallelism are "
-    "enabled without also enabling sequence parallelism); Megatron 0.13-0.19 (every release) "
-    "would raise this at the first training iteration")
+    "enabled without also enabling sequence parallelism); Megatron seed would raise this at "
+    "the first training iteration")
 
 
 def first_step_problems(argv: list[str], packages: dict | None = None) -> list[tuple]:
@@ -37,6 +37,9 @@ def test_moe_with_tensor_parallelism_and_no_sequence_parallelism_is_refused():
     [*MOE],                                       # no tensor parallelism
     [*TP2],                                       # a dense model
     [*MOE, *TP2, "--skip-train"],                 # no training iteration
+    ["--pipeline-model-parallel-size", "2", "--num-virtual-stages-per-pipeline-rank", "2",
+     "--skip-train"],                             # one micro-batch, but no schedule runs
+    [*MOE, "--moe-apply-probs-on-input", "--skip-train"],
 ])
 def test_the_near_misses_pass(argv):
     assert first_step_problems(argv) == []

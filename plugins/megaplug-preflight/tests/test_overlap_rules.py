@@ -53,7 +53,7 @@ def dispatcher(name: str) -> tuple:
           (OVERLAP, "--pipeline-model-parallel-size"),
           "add --num-virtual-stages-per-pipeline-rank 2 (or more)")]),
     ([*EP_OVERLAP, "--pipeline-model-parallel-size", "2",
-      "--num-virtual-stages-per-pipeline-rank", "2"], []),
+      "--num-virtual-stages-per-pipeline-rank", "2", "--global-batch-size", "16"], []),
     ([*EP_OVERLAP, "--pipeline-model-parallel-size", "1"], []),
     ([*EXPERTS, "--moe-token-dispatcher-type", "alltoall", OVERLAP], [NO_EP]),
     ([*EXPERTS, "--moe-token-dispatcher-type", "alltoall", "--expert-model-parallel-size", "1",

@@ -25,7 +25,8 @@ MTP = ["--position-embedding-type", "rope", "--mtp-num-layers"]
 def whole(argv: list[str], *, others: bool = False) -> list[tuple[str, tuple[str, ...], str]]:
     """Pre-flight's problems as (message without the common ending, flags, hint); unless
     ``others``, no other plugin may object (the launch passes validate_args)."""
-    found = problems(argv)
+    # enough micro-batches per step for an interleaved schedule (first_step.py refuses fewer)
+    found = problems([*argv, "--global-batch-size", "64"])
     if not others:
         assert not [str(p) for p in found if p.plugin != "preflight"]
     mine = [p for p in found if p.plugin == "preflight"]

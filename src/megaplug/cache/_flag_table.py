@@ -2,11 +2,13 @@
 
 Every plugin's ``add_args`` turns its options class into flag specs; importing those ~900
 declarations and building the specs is a large part of a process's start-up, and its
-result only changes when a plugin's code does. So a kernel built for the command line or
-the Megatron facade stores its table in the on-disk cache (:func:`megaplug.cache._store.cached`,
+result only changes when a plugin's code does. So the declaration a kernel built for the
+command line or the Megatron facade makes (``_registry.declare``'s value: the table and the
+inactive plugins' specs) is stored in the on-disk cache (:func:`megaplug.cache._store.cached`,
 keyed on the plugins, their statuses, the installed distributions and the import closure
-of every module loaded while it was declared) and, while that holds, builds its table from
-it without running ``add_args`` -- and so without importing any options module.
+of every module loaded while it was declared) and, while that holds, read back as the same
+value without running ``add_args`` -- and so without importing any options module. The
+kernel takes either as its own: nothing here changes a kernel.
 
 Values that are not JSON are stored by reference: an enum member by its class and name, a
 ``type=`` callable by ``module:qualname`` (an :func:`enum_by_name` parser by its enum).
@@ -23,12 +25,11 @@ import sys
 import types
 
 from .._options import FlagSpec, enum_by_name
-from .._registry import FlagTable
-from .._registry import resolve_reference
+from .._registry import Declared, FlagTable, resolve_reference
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from typing import Any, Callable, Iterable, Mapping
 
 #: Bump when the stored form changes.
 VERSION = 3
@@ -44,27 +45,27 @@ class Unstorable(Exception):
     """A value the snapshot cannot refer to (a lambda, an object built at import time)."""
 
 
-def declare_or_read(kernel: Any, declare: Callable[[], None]) -> None:
-    """Fill ``kernel``'s table and inactive specs from the snapshot, or ``declare()`` them
-    (running every ``add_args``) and store the snapshot for the next process. Only for
-    plugin sets made of modules: a plugin object (a test's, an embedding application's)
-    has no module the snapshot could be keyed on."""
-    records = list(kernel.plugins.records.values())
+def declare_or_read(records: Iterable[Any], lines: Mapping[str, str],
+                    declare: Callable[[], Declared], storable: Callable[[Declared], bool]
+                    ) -> tuple[Declared, dict[str, Any] | None]:
+    """The declaration of the plugin set behind ``records`` for the releases ``lines``, read
+    back while nothing it was declared from changed (with those files), or ``declare()``d
+    here (``None``) and stored for the next process when ``storable`` finds it sound (one
+    with a problem is redone, and reported, each time). Only for plugin sets made of
+    modules: a plugin object (a test's, an application's) has no module to key it on."""
+    records = list(records)
     if not all(r.module is None or isinstance(r.module, types.ModuleType) for r in records):
-        return declare()
-    from ._store import cached, code_fingerprint, reads
+        return declare(), None
+    from ._store import cached, depends_on_packages, reads
 
     packages = code_packages(records)
-    key = code_fingerprint([f"flag table {VERSION}", repr(sorted(
-        (r.name, str(r.status), r.source, getattr(r.module, "__name__", None))
-        for r in records)), repr(sorted(kernel.lines.items()))])
-    # plus, through cached(), the files the declaration read
-    declared: list[bool] = []
-    read: list[tuple[FlagTable, dict[str, list[FlagSpec]]]] = []
+    declared: list[Declared] = []
+    read: list[Declared] = []
 
     def compute() -> dict[str, Any]:
-        declared.append(True)
-        return _declare_and_encode(kernel, declare, packages)
+        depends_on_packages(packages)  # the plugins' packages, imported before the declaration
+        declared.append(declare())
+        return _encoded(declared[0], storable, packages)
 
     def usable(stored: dict[str, Any]) -> bool:
         try:
@@ -76,14 +77,23 @@ def declare_or_read(kernel: Any, declare: Callable[[], None]) -> None:
 
     # decode() checks every field as it reads it: no separate walk of the shape
     with reads() as sources:
-        cached("flag-table", key, compute, shape={"table": (dict, None)},
+        cached("flag-table", _key(records, lines), compute, shape={"table": (dict, None)},
                track_imports=True, accept=usable, per_key=True)
     if declared:
-        return None
+        return declared[0], None
     if not read:
-        return declare()
-    _install(kernel, *read[0], dict(sources))
-    return None
+        return declare(), None
+    return read[0], dict(sources)
+
+
+def _key(records: list[Any], lines: Mapping[str, str]) -> str:
+    """The snapshot's key: the plugins, their statuses and modules, and the releases (plus,
+    through ``cached()``, the files the declaration read)."""
+    from ._store import code_fingerprint
+
+    return code_fingerprint([f"flag table {VERSION}", repr(sorted(
+        (r.name, str(r.status), r.source, getattr(r.module, "__name__", None))
+        for r in records)), repr(sorted(lines.items()))])
 
 
 def code_packages(records: Any) -> set[str]:
@@ -93,36 +103,20 @@ def code_packages(records: Any) -> set[str]:
         getattr(record.module, "__name__", None) for record in records) if name)}
 
 
-def _declare_and_encode(kernel: Any, declare: Callable[[], None],
-                        packages: set[str]) -> dict[str, Any]:
-    """Declare the table, and encode it for storing (``None``: not to be stored)."""
-    from ._store import _cache_path, depends_on, depends_on_packages
+def _encoded(declared: Declared, storable: Callable[[Declared], bool], packages: set[str]
+             ) -> dict[str, Any]:
+    """A declaration just made, encoded for storing (``None``: not to be stored)."""
+    from ._store import _cache_path, depends_on
 
-    depends_on_packages(packages)  # the plugins' packages, imported before the declaration
-    problems = len(kernel.setup_problems)
-    declare()
     # the release data the table was narrowed with is read, not imported: key on it too
     depends_on([path for path in (data if isinstance(data, str) else data.path
-                                  for data in kernel.table.release_data.values()) if path])
-    if _cache_path() is not None:  # a stored table is a checked one (else: at first parse)
-        kernel.check_references()
-    if len(kernel.setup_problems) > problems:
-        return {"table": None}  # a broken declaration is redone, and reported, each time
+                                  for data in declared.table.release_data.values()) if path])
+    if _cache_path() is None or not storable(declared):  # a stored table is a checked one
+        return {"table": None}
     try:
-        return {"table": encode(kernel.table, kernel.inactive_specs, packages)}
+        return {"table": encode(declared.table, declared.inactive, packages)}
     except Unstorable:
         return {"table": None}
-
-
-def _install(kernel: Any, table: FlagTable, inactive: dict[str, list[FlagSpec]],
-             sources: dict[str, Any]) -> None:
-    """Give ``kernel`` the table read back, as declaring it would have."""
-    kernel.table, kernel.inactive_specs, kernel.sources = table, inactive, sources
-    kernel.references_checked = True  # it was stored only with no reference problem
-    for name, specs in inactive.items():
-        for option in (option for spec in specs for option in spec.option_strings):
-            if option not in table.by_option:
-                kernel.inactive_flags.setdefault(option, kernel.plugins.records[name])
 
 
 def encode(table: FlagTable, inactive: dict[str, list[FlagSpec]], packages: set[str]
@@ -154,9 +148,9 @@ def encode(table: FlagTable, inactive: dict[str, list[FlagSpec]], packages: set[
     }
 
 
-def decode(data: dict[str, Any], packages: set[str]
-           ) -> tuple[FlagTable, dict[str, list[FlagSpec]]]:
-    """The table and inactive specs ``encode`` stored; ``ValueError`` for anything that
+def decode(data: dict[str, Any], packages: set[str]) -> Declared:
+    """The table and inactive specs ``encode`` stored (a declaration without failures: one
+    with failures is never stored); ``ValueError`` for anything that
     does not hold (a tampered file), references followed only into ``packages``."""
     try:
         specs = [_decode_spec(row, packages) for row in data["specs"]]
@@ -182,7 +176,7 @@ def decode(data: dict[str, Any], packages: set[str]
         raise ValueError(f"unreadable flag table: {type(exc).__name__}: {exc}") from None
     except Exception as exc:  # noqa: BLE001  (PluginError from add(): two owners)
         raise ValueError(f"unreadable flag table: {exc}") from None
-    return table, inactive
+    return Declared(table, inactive, {})
 
 
 # -- specs ---------------------------------------------------------------------------------

@@ -681,7 +681,9 @@ def _cmd_docs(options: argparse.Namespace, _: list[str]) -> int:
 
     from ._docs import write_pages
 
-    written = sorted(_plugin_view(options, "docs", pages, [[str]], accept=safe)["value"])
+    # the index names the command, --out included: it is part of the answer's key
+    written = sorted(_plugin_view(options, "docs", pages, [[str]], command,
+                                  accept=safe)["value"])
     write_pages(options.out, dict(written))
     directory = os.path.abspath(options.out)
     print(f"wrote {len(written)} files to {directory}: "

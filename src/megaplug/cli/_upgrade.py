@@ -582,9 +582,16 @@ def _shown(value: Any) -> str:
 
 
 def _in_force(side: dict[str, Any]) -> str:
-    """``megatron_core 0.17.0``, or the measured release a version resolves as."""
+    """``megatron_core 0.17.0``, or the measured release a version resolves as and why, in
+    the environment's words (``megatron_core 0.17.3 (as 0.17.1; 0.17.3 was not measured:
+    resolved as 0.17.1, the nearest earlier measured release)``)."""
+    from ..environment._releases import line_of
+
     shown = f"{PACKAGE} {side['version']}"
-    return shown if side["version"] == side["line"] else f"{shown} (as {side['line']})"
+    if side["version"] == side["line"]:
+        return shown
+    why = line_of(side["version"], "stated").note
+    return f"{shown} (as {side['line']}{f'; {why}' if why else ''})"
 
 
 def _print_text(report: dict[str, Any]) -> None:

@@ -266,17 +266,18 @@ def validate_args(
         _print_warnings(args, exc.warnings)  # a skipped checkpoint matters most on failure
         _raise(exc.problems, draft, command_line_problems, exc.warnings)
     _write_back(args, resolved, state, torch_types)
-    return _tabled(args, env, torch_types if print_arguments is None else print_arguments)
+    return _tabled(args, env, torch_types if print_arguments is None else print_arguments, target)
 
 
 def _tabled(args: argparse.Namespace, env: Mapping[str, str], wanted: bool,
-            ) -> argparse.Namespace:
+            target: TargetEnvironment) -> argparse.Namespace:
     """``args``, having printed Megatron's argument table when ``wanted``, on rank 0, where
-    Megatron's ``validate_args`` prints it: as it ends (:mod:`._table`)."""
+    Megatron's ``validate_args`` prints it: as it ends (:mod:`._table`), after a line on
+    standard error naming the release in force (the ``target``'s)."""
     if wanted:
         from ._table import print_argument_table
 
-        print_argument_table(args, env)
+        print_argument_table(args, env, release=target.release_source())
     return args
 
 

@@ -12,6 +12,8 @@ one line per attribute of the namespace -- two spaces, the name, ``48 - len(name
 it and people read it to check a run, so the facade prints it byte for byte, for the values
 megaplug resolved, at the point Megatron does: when validation has passed. The Megatron tier
 holds it byte-identical to Megatron's own output (``tests/megatron/test_argument_table.py``).
+Which release the arguments are for -- the exact version in force -- is said in one line on
+standard error, before it (:func:`release_note`), where no log tool parsing the table reads.
 """
 
 from __future__ import annotations
@@ -55,11 +57,24 @@ def process_rank(environ: Mapping[str, str]) -> int:
         return 0
 
 
+def release_note(release: str) -> str:
+    """The line naming the release the table's arguments are for (``release``: the release in
+    force and where it came from, ``TargetEnvironment.release_source()``)."""
+    return f"megaplug: arguments for Megatron {release}\n"
+
+
 def print_argument_table(args: argparse.Namespace, environ: Mapping[str, str],
-                         stream: TextIO | None = None) -> None:
-    """Print the table on standard output (or ``stream``) when this process is rank 0."""
+                         stream: TextIO | None = None, release: str | None = None,
+                         errors: TextIO | None = None) -> None:
+    """Print the table on standard output (or ``stream``) when this process is rank 0; given
+    the ``release`` in force, first a line naming it on standard error (or ``errors``), so
+    that the table itself stays Megatron's, byte for byte."""
     if process_rank(environ) != 0:
         return
+    if release is not None:
+        note = sys.stderr if errors is None else errors
+        note.write(release_note(release))
+        note.flush()
     out = sys.stdout if stream is None else stream
     out.write(argument_table(args))
     out.flush()

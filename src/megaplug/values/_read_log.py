@@ -48,12 +48,10 @@ def _log_class() -> type:
     return _LOG_CLASS[0]
 
 
-def watch_reads(view: Any) -> set[str]:
-    """The names a rule's ``view`` (a :class:`megaplug.Draft`) reads from now on: its values
-    are read through a log (writes still reach the one draft)."""
-    read: set[str] = set()
-    object.__setattr__(view, "_values", _log_class()(view._values, read))
-    return read
+def read_log(values: dict[str, Any], read: set[str]) -> Any:
+    """``values`` passed through, with every name looked up added to ``read``
+    (:meth:`megaplug.Draft.watch_reads` reads a rule's values through it)."""
+    return _log_class()(values, read)
 
 
 def refused_by(plugin: str, problems: Any, table: Any) -> set[str]:
