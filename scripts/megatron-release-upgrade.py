@@ -17,6 +17,10 @@ accepts and the new one refuses is a refusal; the report names it when its ``rej
     bash scripts/megatron-release-env.sh ...   # see megatron-release-compare.sh
     python scripts/megatron-release-upgrade.py --dump 0.17.0 /tmp/up-0.17.0.json
     python scripts/megatron-release-upgrade.py --judge /tmp/up-0.17.0.json /tmp/up-0.19.0.json
+
+``--dump VERSION FILE CASES`` takes the configurations of a cases file of
+``scripts/megatron-release-mutations.py`` instead (``scripts/megatron-release-mutations.json``:
+launches some release accepts and another refuses, the refusals ``upgrade`` must report).
 """
 
 from __future__ import annotations
@@ -33,19 +37,36 @@ ROOT = Path(__file__).resolve().parents[1]
 PARITY = ROOT.parent / "shared" / "parity"
 
 
-def dump(version: str, out: Path) -> None:
+def _script(name: str) -> Any:
     import importlib.util
 
+    spec = importlib.util.spec_from_file_location(name.replace("-", "_"),
+                                                  ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def _configurations(compare: Any, cases: Path | None) -> list[tuple[str, dict[str, Any]]]:
+    """The parity configurations the release's parser accepts, or those of a
+    ``megatron-release-mutations.py`` cases file (its mutations, a release's functional
+    tests) whose flags the release has."""
+    if cases is None:
+        return compare.accepted_cases(PARITY)
+    options = compare._release_options()
+    return [(case["name"], case) for case in
+            _script("megatron-release-mutations").configurations(cases)
+            if compare._accepts(case, options)]
+
+
+def dump(version: str, out: Path, cases: Path | None = None) -> None:
     os.environ.setdefault("MEGAPLUG_PARITY_DIR", str(PARITY))
     warnings.simplefilter("ignore")
-    spec = importlib.util.spec_from_file_location("compare", ROOT / "scripts" /
-                                                  "megatron-release-compare.py")
-    compare = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(compare)
+    compare = _script("megatron-release-compare")
     compare._no_jit_extensions()
     namespaces: dict[str, Any] = {}
     refused: dict[str, Any] = {}
-    for name, case in compare.accepted_cases(PARITY):
+    for name, case in _configurations(compare, cases):
         launch = {key: case.get(key) or {} for key in ("env", "assume", "args_defaults")}
         try:
             args = compare._release_args(case)
@@ -113,7 +134,7 @@ def _names_a_refusal(report: dict[str, Any]) -> bool:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--dump"]:
-        dump(sys.argv[2], Path(sys.argv[3]))
+        dump(sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4]) if sys.argv[4:5] else None)
     elif sys.argv[1:2] == ["--judge"]:
         judge(Path(sys.argv[2]), Path(sys.argv[3]))
     else:
