@@ -103,6 +103,30 @@ def test_import_bridge_prints_the_flags(small: Path, tmp_path: Path) -> None:
     assert {"--bf16", "--no-save-optim", "--untie-embeddings-and-output-weights"} <= set(flags)
 
 
+def test_the_model_fields_keep_the_files_order() -> None:
+    """Not a set's order, which changes with the process's hash seed (the command line
+    ``import bridge`` writes followed it)."""
+    shaped = as_megatron_container(
+        {"_target_": "megatron.bridge.training.config.ConfigContainer",
+         "model": {"_target_": "megatron.bridge.models.gpt_provider.GPTModelProvider",
+                   "vocab_size": 1000, "num_layers": 2, "seq_length": 128}})
+    assert [name for name in shaped["model"] if name != "transformer"] == [
+        "_target_", "vocab_size", "seq_length"]
+
+
+def test_import_bridge_is_the_same_under_every_hash_seed(small: Path, tmp_path: Path) -> None:
+    import os
+
+    printed = set()
+    for seed in ("0", "1", "2", "3", "4", "5"):
+        result = subprocess.run([sys.executable, "-m", "megaplug", "import", "bridge", str(small),
+                                 "--to", "0.19.2"], cwd=tmp_path, capture_output=True, text=True,
+                                env={**os.environ, "PYTHONHASHSEED": seed}, timeout=120)
+        assert result.returncode == 0, result.stderr
+        printed.add(result.stdout)
+    assert len(printed) == 1
+
+
 def test_overrides_apply_to_bridges_keys(small: Path, tmp_path: Path) -> None:
     result = _megaplug("import", "bridge", str(small), "train.train_iters=20",
                        "~checkpoint.load", "+train.exit_interval=5", "--format", "json",

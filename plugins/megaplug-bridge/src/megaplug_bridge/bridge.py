@@ -269,8 +269,10 @@ def as_megatron_container(data: Mapping[str, Any]) -> dict[str, Any]:
             transformer[ACTIVATION_READ[activation["_target_"]]] = True
         transformer["_target_"] = ("megatron.core.transformer.transformer_config."
                                    + ("MLATransformerConfig" if mla else "TransformerConfig"))
+        # in the file's order, not the set's: the command line import writes follows it
         shaped["model"] = {"_target_": str(model.get("_target_")), "transformer": transformer,
-                           **{name: model[name] for name in model_level if name in model}}
+                           **{name: value for name, value in model.items()
+                              if name in model_level}}
     return shaped
 
 
