@@ -31,15 +31,28 @@ find_python312() {
 OLDER_RELEASES="0.17.1"
 RELEASES_DIR="${MEGAPLUG_MEGATRON_RELEASES:-$HOME/.cache/megaplug}"
 
+# Build DIR with STAMP's packages in a folder of its own, then move it into place in one
+# rename: a tier run (or a session beside this one) that starts meanwhile sees either no
+# DIR or a whole one, never one half installed whose stamp another build wrote.
+install_whole() {
+    local dir="$1" stamp="$2"; shift 2
+    local building="$dir.building.$$" old="$dir.old.$$"
+    rm -rf "$building"
+    "$ENV_DIR/bin/python" -m pip install --quiet --no-deps --target "$building" "$@" 2>&1 \
+        | { grep -v "^WARNING: Location" || true; } >&2
+    echo "$stamp" > "$building/.megaplug-stamp"
+    mv -T "$dir" "$old" 2>/dev/null || true
+    # another build placed a whole one first: keep it, drop ours
+    mv -T "$building" "$dir" 2>/dev/null || rm -rf "$building"
+    rm -rf "$old"
+}
+
 older_releases() {
     for version in $OLDER_RELEASES; do
         local dir="$RELEASES_DIR/megatron-core-$version"
         if [ ! -f "$dir/.megaplug-stamp" ]; then
             echo "megatron-env: megatron-core $version's code in $dir" >&2
-            rm -rf "$dir"
-            "$ENV_DIR/bin/python" -m pip install --quiet --no-deps --target "$dir" \
-                "megatron-core==$version" 2>&1 | { grep -v "^WARNING: Location" || true; } >&2
-            echo "$version" > "$dir/.megaplug-stamp"
+            install_whole "$dir" "$version" "megatron-core==$version"
         fi
     done
 }
@@ -69,11 +82,8 @@ INTEROP_DIR="${MEGAPLUG_MEGATRON_INTEROP:-$RELEASES_DIR/megaplug-interop-py312}"
 interop_packages() {
     if [ ! -f "$INTEROP_DIR/.megaplug-stamp" ] || [ "$(cat "$INTEROP_DIR/.megaplug-stamp")" != "$INTEROP_PACKAGES" ]; then
         echo "megatron-env: $INTEROP_PACKAGES in $INTEROP_DIR" >&2
-        rm -rf "$INTEROP_DIR"
         # shellcheck disable=SC2086
-        "$ENV_DIR/bin/python" -m pip install --quiet --no-deps --target "$INTEROP_DIR" \
-            $INTEROP_PACKAGES 2>&1 | { grep -v "^WARNING: Location" || true; } >&2
-        echo "$INTEROP_PACKAGES" > "$INTEROP_DIR/.megaplug-stamp"
+        install_whole "$INTEROP_DIR" "$INTEROP_PACKAGES" $INTEROP_PACKAGES
     fi
 }
 
