@@ -275,7 +275,9 @@ def as_megatron_container(data: Mapping[str, Any]) -> dict[str, Any]:
         transformer["_target_"] = ("megatron.core.transformer.transformer_config."
                                    + ("MLATransformerConfig" if mla else "TransformerConfig"))
         shaped["model"] = {"_target_": str(model.get("_target_")), "transformer": transformer,
-                           **{name: model[name] for name in model_level if name in model}}
+                           # in the file's order (a set's order changes between runs)
+                           **{name: value for name, value in model.items()
+                              if name in model_level}}
     return shaped
 
 

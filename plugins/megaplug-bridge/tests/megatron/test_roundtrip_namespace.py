@@ -6,10 +6,11 @@ Megatron 0.19.2, exported, imported back to flags for 0.19.2 (``import_config``,
 ``megaplug import ... --to 0.19.2`` runs it), and those flags resolved again. The two
 namespaces are compared key by key, value and type. The flags export names as having no
 home in the container are given again, as a user resuming from the file would (the
-existing round trips give the dataset flags and a layer spec again the same way); the
-settings a container cannot carry back (``ONE_WAY_SETTINGS``, documented in
-docs/interop.md) are left out of the comparison. Any other difference fails, naming the
-key and both values.
+existing round trips give the dataset flags and a layer spec again the same way), except
+those whose setting the imported flags already reproduce (an alias such as
+--encoder-num-layers, refused if given twice); the settings a container cannot carry back
+(``ONE_WAY_SETTINGS``, documented in docs/interop.md) are left out of the comparison where
+the flag that makes them is on. Any other difference fails, naming the key and both values.
 """
 
 from __future__ import annotations
