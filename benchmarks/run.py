@@ -339,6 +339,26 @@ CONTAINER_YAML = textwrap.dedent("""\
       micro_batch_size: 2
       train_iters: 10
     """)
+#: The same launch as a Megatron-Bridge ConfigContainer (the flat model provider, the
+#: dataset and tokenizer sections): what `megaplug import bridge` reads (no Bridge needed).
+BRIDGE_YAML = textwrap.dedent("""\
+    _target_: megatron.bridge.training.config.ConfigContainer
+    model:
+      _target_: megatron.bridge.models.gpt_provider.GPTModelProvider
+      num_layers: 24
+      hidden_size: 2048
+      num_attention_heads: 16
+      seq_length: 4096
+      vocab_size: 32000
+      bf16: true
+    dataset:
+      _target_: megatron.bridge.training.config.GPTDatasetConfig
+      seq_length: 4096
+    train:
+      _target_: megatron.bridge.training.config.TrainingConfig
+      micro_batch_size: 2
+      train_iters: 10
+    """)
 #: The issue's bar for export and import where Megatron-Bridge is not needed.
 INTEROP_MARGIN_S = 0.050
 
@@ -352,8 +372,11 @@ def bench_interop(repeat: int) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         container = Path(scratch) / "run.yaml"
         container.write_text(CONTAINER_YAML)
+        bridge = Path(scratch) / "bridge.yaml"
+        bridge.write_text(BRIDGE_YAML)
         runs = {"resolve": Run([*command, "resolve", "--", *argv]),
                 "import mlm-config": Run([*command, "import", "mlm-config", str(container)]),
+                "import bridge": Run([*command, "import", "bridge", str(bridge)]),
                 "resolve --config CONTAINER": Run([*command, "resolve", "--config",
                                                    str(container), "--", "--seq-length",
                                                    "4096"])}

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from megaplug_bridge._container import apply_overrides, fields, is_container, plain, read_settings
+from megaplug_bridge._container import (FILLED_FROM_NONE, ONE_WAY_SETTINGS, apply_overrides,
+                                        fields, is_container, plain, read_settings)
 
 CONTAINER = "megatron.training.config.container.PretrainConfigContainer"
 
@@ -108,6 +109,34 @@ def test_grouped_query_attention_is_read_from_the_group_count() -> None:
     data["model"]["transformer"]["num_query_groups"] = 2
     values = read_settings(data, SETTABLE.__contains__).values
     assert values["group_query_attention"] is True and values["num_query_groups"] == 2
+
+
+def test_a_value_the_config_class_fills_from_no_flag_is_left_to_the_release() -> None:
+    data = _parsed()
+    transformer = data["model"]["transformer"]
+    transformer.update(init_method_std=0.02, embedding_init_method_std=0.02,
+                       pipeline_model_parallel_size=2, microbatch_group_size_per_vp_stage=2,
+                       recompute_modules=["core_attn"])
+    settings = read_settings(data, lambda dest: True)
+    for path in FILLED_FROM_NONE:
+        assert path.rpartition(".")[2] not in settings.values
+        assert settings.one_way[path].startswith("the config class fills it")
+    transformer.update(embedding_init_method_std=0.01, recompute_modules=["mlp"])
+    values = read_settings(data, lambda dest: True).values
+    assert values["embedding_init_method_std"] == 0.01 and values["recompute_modules"] == ["mlp"]
+
+
+def test_the_one_way_fields_are_the_ones_docs_interop_lists() -> None:
+    """docs/interop.md's one-way list names each field and flag of the plugin's constants
+    (the Megatron tier's round-trip test leaves exactly ONE_WAY_SETTINGS out)."""
+    page = (Path(__file__).resolve().parents[3] / "docs" / "interop.md").read_text()
+    section = page.split("## What the container has no home for")[1].split("\n## ")[0]
+    for path in FILLED_FROM_NONE:
+        assert f"`{path.rpartition('.')[2]}`" in section
+    for given, changed in ONE_WAY_SETTINGS.items():
+        assert f"`--{given.replace('_', '-')}`" in section
+        for dest in changed:
+            assert dest in section or f"--{dest.replace('_', '-')}" in section
 
 
 def test_two_fields_of_one_setting_must_agree() -> None:

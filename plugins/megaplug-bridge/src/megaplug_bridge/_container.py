@@ -75,6 +75,21 @@ CONTAINER_OWN: dict[str, str] = {
     "ddp.fsdp_all_gather_in_start_param_sync": "whole-iteration CUDA graphs turn it off",
 }
 
+#: Container fields a config class's ``__post_init__`` fills when no flag gives them
+#: (``None`` in the namespace): field path -> (the field of the same section whose value
+#: it copies, or ``None``, and then the constant). Import leaves such a field out where it
+#: holds exactly that fill, so the release fills it again (a flag given at that very
+#: value is read back as not given: the same launch).
+FILLED_FROM_NONE: dict[str, tuple[str | None, Any]] = {
+    # TransformerConfig: "By default, use the same init std as ... every other layer"
+    "model.transformer.embedding_init_method_std": ("init_method_std", None),
+    # ModelParallelConfig: one microbatch group per pipeline stage
+    "model.transformer.microbatch_group_size_per_vp_stage":
+        ("pipeline_model_parallel_size", None),
+    # TransformerConfig: selective recomputation's default module
+    "model.transformer.recompute_modules": (None, ["core_attn"]),
+}
+
 #: Flags Megatron's builders read into values its YAML then leaves out: functions and spec
 #: objects (``ModelConfig.as_dict`` skips what is callable), so no such file carries them.
 LEFT_OUT_BY_YAML: dict[str, str] = {
@@ -86,6 +101,23 @@ LEFT_OUT_BY_YAML: dict[str, str] = {
                     "(ModelConfig.as_dict skips callables)",
     "quick_geglu": "it picks the activation function, which to_yaml leaves out (the gated "
                    "linear unit remains, and reads back as --swiglu)",
+}
+
+#: What a round trip through a container (flags -> export -> import -> resolve) changes
+#: in the namespace, with the no-home flags given again: a setting given -> {a setting
+#: that then differs: why}. docs/interop.md ("What the container has no home for, and
+#: what is one-way") lists them; the Megatron tier's test_roundtrip_namespace.py leaves
+#: exactly these out of its comparison, and only where the given setting is on.
+ONE_WAY_SETTINGS: dict[str, dict[str, str]] = {
+    "quick_geglu": {"swiglu": "the file holds --quick-geglu's gated linear unit, not its "
+                              "activation function: it reads back as --swiglu"},
+    # GIVEN_BY: the container holds the stage count the layer count per stage makes
+    "num_layers_per_virtual_pipeline_stage": {
+        name: "the container holds the virtual stage count: "
+              "--num-layers-per-virtual-pipeline-stage reads back as "
+              "--num-virtual-stages-per-pipeline-rank (the same layout)"
+        for name in ("num_layers_per_virtual_pipeline_stage",
+                     "num_virtual_stages_per_pipeline_rank")},
 }
 
 #: Megatron's dtype names in the YAML (``{_target_: torch.bfloat16, _call_: false}``) as
@@ -220,6 +252,8 @@ def read_settings(data: Mapping[str, Any], settable: Callable[[str], bool]) -> S
                 found.give(GIVEN_BY[path], plain(value), path)
         elif path in CONTAINER_OWN:
             found.one_way[path] = CONTAINER_OWN[path]
+        elif _filled(data, path, value):
+            found.one_way[path] = "the config class fills it from no flag, as here"
         elif section == "model" and name == "vocab_size":
             _vocabulary(found, model, value, path)
         elif settable(name):
@@ -235,6 +269,19 @@ def read_settings(data: Mapping[str, Any], settable: Callable[[str], bool]) -> S
         found.values["use_distributed_optimizer"] = True
         found.origin["use_distributed_optimizer"] = "optimizer.use_layer_wise_distributed_optimizer"
     return found
+
+
+def _filled(data: Mapping[str, Any], path: str, value: Any) -> bool:
+    """Whether the field at ``path`` holds what its config class fills in for no flag."""
+    if path not in FILLED_FROM_NONE:
+        return False
+    source, constant = FILLED_FROM_NONE[path]
+    if source is None:
+        return bool(value == constant)
+    section: Any = data
+    for part in path.split(".")[:-1]:
+        section = section.get(part) if isinstance(section, dict) else None
+    return isinstance(section, dict) and source in section and section[source] == value
 
 
 def _vocabulary(found: Settings, model: Any, value: Any, path: str) -> None:

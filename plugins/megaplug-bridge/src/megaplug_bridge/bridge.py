@@ -50,6 +50,8 @@ ACTIVATION_FLAGS = ("squared_relu", "quick_geglu")
 ACTIVATION_READ = {"megatron.core.activations.squared_relu": "squared_relu"}
 NO_FIELD = ("Megatron-Bridge {version}'s {cls} has no field {field} (Megatron-LM's "
             "{section} section has)")
+MOCK_DATA = ("Bridge's GPTDatasetConfig has no field for it: its blend is null, as for no "
+             "data flag at all (Bridge's mock data is a class, MockGPTDatasetConfig)")
 NEEDS_VERSION = ("--to bridge writes the ConfigContainer of one Megatron-Bridge release: "
                  "install megatron-bridge or give its version with --assume "
                  "megatron_bridge=VERSION (measured: {known})")
@@ -154,7 +156,7 @@ def bridge_config(namespace: argparse.Namespace, target: Any, version: str,
         config["model"]["activation_func"] = activation
     for section in ("dataset", "tokenizer"):
         config[section] = _from_args(namespace, sections[section], section, read)
-    config["dataset"]["blend"] = _blend(namespace, read)
+    config["dataset"]["blend"] = _blend(namespace, read, dropped)
     config.update(TOP_LEVEL)
     return config, read, dropped
 
@@ -225,11 +227,14 @@ def _from_args(namespace: Any, measured: Mapping[str, Any], section: str,
     return out
 
 
-def _blend(namespace: Any, read: set[str]) -> Any:
+def _blend(namespace: Any, read: set[str], dropped: dict[str, str]) -> Any:
     """``--data-path`` as Bridge's ``blend`` ([paths, weights]), by Megatron's own helper;
-    ``None`` (mock data) without one."""
+    ``None`` without one -- for --mock-data too, which is then named in ``dropped``: a
+    ``null`` blend is also what no data flag writes, so the file cannot say which."""
     paths = getattr(namespace, "data_path", None)
     read.update({"data_path", "mock_data"})
+    if getattr(namespace, "mock_data", False):
+        dropped["mock_data"] = MOCK_DATA
     if not paths:
         return None
     from megatron.core.datasets.utils import get_blend_from_list

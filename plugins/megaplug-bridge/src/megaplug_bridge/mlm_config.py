@@ -38,6 +38,13 @@ NO_HOME_REASONS = {
 }
 NO_HOME_DEFAULT = ("no field of the container holds it: Megatron's builders never read it "
                    "(the training code reads it from args)")
+#: Settings Megatron's builders read and then throw away unless a switch is on: dest ->
+#: (the switch, why). Given without the switch, no field holds them (named as no home).
+READ_ONLY_WITH = {
+    "num_query_groups": ("group_query_attention", "without --group-query-attention "
+                         "Megatron's builder sets num_query_groups to None (the head count): "
+                         "core_transformer_config_from_args"),
+}
 NO_MODEL = ("the model section needs the vocabulary size, which Megatron learns by building "
             "the tokenizer; give --vocab-size (NullTokenizer) or a tokenizer whose files are "
             "readable here")
@@ -126,7 +133,9 @@ def build_container(namespace: argparse.Namespace, target: Any = None,
             # fused kernels in this process
             raise ValueError(f"{exc} (raised by Megatron's config classes as they were "
                              "built: " + _REFUSED_HERE + ")") from None
-    return container, recorded._read, left_out
+    unused = {dest for dest, (switch, _) in READ_ONLY_WITH.items()
+              if not getattr(namespace, switch, False)}
+    return container, recorded._read - unused, left_out
 
 
 def container_yaml(container: Any) -> str:
@@ -197,8 +206,8 @@ def _not_exported(provenance: Mapping[str, Any], read: set[str],
         if dest in read and dest not in LEFT_OUT_BY_YAML:
             continue
         flag = record.detail if record.source == "command-line" else dest
-        reason = LEFT_OUT_BY_YAML.get(dest) or NO_HOME_REASONS.get(record.plugin or "",
-                                                                   NO_HOME_DEFAULT)
+        reason = (LEFT_OUT_BY_YAML.get(dest) or READ_ONLY_WITH.get(dest, ("", ""))[1]
+                  or NO_HOME_REASONS.get(record.plugin or "", NO_HOME_DEFAULT))
         rows.append({"flag": flag, "dest": dest, "plugin": record.plugin, "reason": reason})
     return rows
 

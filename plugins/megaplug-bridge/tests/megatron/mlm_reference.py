@@ -56,22 +56,30 @@ def megatron_yaml(case: dict[str, Any]) -> str:
                 return handle.read()
 
 
-def megaplug_export(case: dict[str, Any], argv: list[str] | None = None) -> Any:
-    """megaplug's ``export --to mlm-config`` of the case (or of ``argv`` in its place)."""
+def launch_of(case: dict[str, Any], argv: list[str] | None = None,
+              packages: dict[str, str] | None = None) -> dict[str, Any]:
+    """The launch ``megaplug export`` builds for the case (or for ``argv`` in its place):
+    its flags, environment, defaults and assumed target (``packages`` added to the case's)."""
     from megaplug import TargetEnvironment
-    from megaplug_bridge.mlm_config import export
 
     assume = case.get("assume") or {}
     capability = assume.get("device_capability")
-    target = TargetEnvironment(packages=dict(assume.get("packages") or {}),
+    target = TargetEnvironment(packages={**dict(assume.get("packages") or {}),
+                                         **(packages or {})},
                                device_capability=tuple(capability) if capability else None)
-    launch = {"argv": [*reference.third_party_blocks(), *(case["argv"] if argv is None
-                                                           else argv)],
-              "environ": dict(case.get("env") or {}),
-              "args_defaults": dict(case.get("args_defaults") or {}), "target": target,
-              "preflight": False}
+    return {"argv": [*reference.third_party_blocks(), *(case["argv"] if argv is None
+                                                        else argv)],
+            "environ": dict(case.get("env") or {}),
+            "args_defaults": dict(case.get("args_defaults") or {}), "target": target,
+            "preflight": False}
+
+
+def megaplug_export(case: dict[str, Any], argv: list[str] | None = None) -> Any:
+    """megaplug's ``export --to mlm-config`` of the case (or of ``argv`` in its place)."""
+    from megaplug_bridge.mlm_config import export
+
     quiet = io.StringIO()
     with reference.targeting(case), contextlib.redirect_stdout(quiet), \
             contextlib.redirect_stderr(quiet), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return export(launch, "yaml")
+        return export(launch_of(case, argv), "yaml")

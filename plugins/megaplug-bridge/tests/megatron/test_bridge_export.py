@@ -28,7 +28,7 @@ import pytest
 
 import reference
 from bridge_loader import load_megatron_bridge
-from mlm_reference import tally
+from mlm_reference import launch_of, tally
 
 CASES = [path for kind in ("cases", "mutations") for path in reference.case_files(kind)]
 VOCABULARY = ["--tokenizer-type", "NullTokenizer", "--vocab-size", "32000"]
@@ -66,23 +66,13 @@ def _case(path: Any) -> dict[str, Any]:
 
 
 def _export(case: dict[str, Any]) -> Any:
-    from megaplug import TargetEnvironment
     from megaplug_bridge.bridge import export
 
-    assume = case.get("assume") or {}
-    capability = assume.get("device_capability")
-    packages = {**dict(assume.get("packages") or {}), "megatron_bridge": BRIDGE_VERSION}
-    target = TargetEnvironment(packages=packages,
-                               device_capability=tuple(capability) if capability else None)
-    launch = {"argv": [*reference.third_party_blocks(), *case["argv"]],
-              "environ": dict(case.get("env") or {}),
-              "args_defaults": dict(case.get("args_defaults") or {}), "target": target,
-              "preflight": False}
     quiet = io.StringIO()
     with reference.targeting(case), contextlib.redirect_stdout(quiet), \
             contextlib.redirect_stderr(quiet), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return export(launch, "yaml")
+        return export(launch_of(case, packages={"megatron_bridge": BRIDGE_VERSION}), "yaml")
 
 
 def _megatrons(case: dict[str, Any]) -> tuple[Any, Any, Any]:
