@@ -722,6 +722,39 @@ def bench_plan(repeat: int) -> None:
            statistics.median(samples) < 2.0)
 
 
+# -- 12. megaplug memory's own work ----------------------------------------------------------
+
+def bench_memory_report(repeat: int) -> None:
+    print("\n12. megaplug memory beyond resolving: estimate, table and JSON of 1,024 ranks;"
+          " estimating 16 stages of a 4,096-rank job")
+    from megaplug.cli._memory import _one_rank_a_line
+    from megaplug_memory.estimator import estimate
+    from megaplug_memory.report import memory_report
+
+    values = {"world_size": 1024, "num_layers": 32, "hidden_size": 4096,
+              "num_attention_heads": 32, "seq_length": 4096, "micro_batch_size": 1,
+              "vocab_size": 32000, "bf16": True, "tensor_model_parallel_size": 4,
+              "pipeline_model_parallel_size": 4, "data_parallel_size": 64}
+
+    def report() -> None:
+        answer = memory_report(values, 80 * 10**9)
+        answer.as_text(), _one_rank_a_line(answer.as_dict())
+
+    large = {**values, "world_size": 4096, "num_layers": 128, "pipeline_model_parallel_size": 16,
+             "tensor_model_parallel_size": 1, "data_parallel_size": 256,
+             "global_batch_size": 4096}
+    for label, work in (("report of 1,024 ranks", report),
+                        ("estimate of 16 stages", lambda: estimate(large))):
+        samples = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            work()
+            samples.append(time.perf_counter() - started)
+        median = statistics.median(samples)
+        print(f"  {label}: {stats(samples)}")
+        target(f"{label} under 50 ms", f"{median * 1e3:.1f} ms", median < 0.05)
+
+
 #: The example plugin (examples/megaplug-example-plugin): a development checkout installs it,
 #: a deployment never does.
 EXAMPLE_PLUGIN = "lora"
@@ -739,7 +772,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--write", metavar="FILE", help="also write the results as Markdown")
-    parser.add_argument("--only", nargs="*", help="run only these sections (1-11)")
+    parser.add_argument("--only", nargs="*", help="run only these sections (1-12)")
     parser.add_argument("--with-example", action="store_true",
                         help=f"keep the example plugin ({EXAMPLE_PLUGIN}) where it is "
                              "installed (by default it is blocked: a deployment has none)")
@@ -749,7 +782,7 @@ def main() -> int:
     sections = {"1": bench_import, "2": bench_resolve_process, "3": bench_tensor_parallel,
                 "4": bench_commands, "5": bench_resolve_in_process, "6": bench_discovery_cache,
                 "7": bench_scaling, "8": bench_side_effects, "9": bench_torch_types,
-                "10": bench_interop, "11": bench_plan}
+                "10": bench_interop, "11": bench_plan, "12": bench_memory_report}
     load_before = os.getloadavg()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, repeat={options.repeat}, "
           f"load average {load_before[0]:.1f}, example plugin "

@@ -167,11 +167,9 @@ def test_importing_the_plugin_imports_no_estimator():
     assert modules_imported_by("megaplug_memory") == ["megaplug_memory"]
 
 
-def test_the_command_adds_well_under_50_ms_to_a_resolve():
+def test_the_command_reports_every_rank_of_a_large_job():
     """What `megaplug memory` does beyond resolving: the estimate, the table, the JSON of a
-    job of 1,024 ranks (the issue's bar: under 50 ms beyond start-up)."""
-    import time
-
+    job of 1,024 ranks (its time, the issue's 50 ms bar, is benchmarks/run.py's section 12)."""
     from megaplug.cli._memory import _one_rank_a_line
     from megaplug_memory.report import memory_report
 
@@ -179,10 +177,8 @@ def test_the_command_adds_well_under_50_ms_to_a_resolve():
               "num_attention_heads": 32, "seq_length": 4096, "micro_batch_size": 1,
               "vocab_size": 32000, "bf16": True, "tensor_model_parallel_size": 4,
               "pipeline_model_parallel_size": 4, "data_parallel_size": 64}
-    started = time.perf_counter()
     report = memory_report(values, 80 * 10**9)
     table, answer = report.as_text(), json.loads(_one_rank_a_line(report.as_dict()))
-    assert time.perf_counter() - started < 0.05
     assert len(answer["ranks"]) == 1024 and table.startswith("ranks")
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 
 from megaplug_memory.estimator import (GIB, Job, estimate, in_flight, layer_activations,
                                        stage_parameters)
@@ -87,13 +86,11 @@ def test_one_estimate_per_stage_and_rank_picks_its_stage():
     assert estimate(values, rank=5)[0].stage == 1
 
 
-def test_estimating_is_pure_arithmetic_and_fast():
+def test_estimating_a_large_job_gives_every_stage():
+    # its time (under 50 ms) is benchmarks/run.py's section 12, not a timed unit test
     values = {**BASE, "world_size": 4096, "num_layers": 128, "pipeline_model_parallel_size": 16,
               "data_parallel_size": 256, "global_batch_size": 4096}
-    started = time.perf_counter()
-    for _ in range(10):
-        peaks = [e.peak for e in estimate(values)]
-    assert (time.perf_counter() - started) / 10 < 0.05
+    peaks = [e.peak for e in estimate(values)]
     assert len(peaks) == 16 and all(0 < peak < 10 * GIB for peak in peaks)
 
 
