@@ -80,13 +80,12 @@ def moe_with_tensor_parallelism_needs_sequence_parallelism(config: Draft) -> Non
         return
     if not _trains(config):
         return
-    config.error(
-        f"MoE with {shown(config, 'tensor_model_parallel_size')} needs --sequence-parallel "
-        "while training (ValueError: During training, performance may degrade if MoE and "
-        "tensor parallelism are enabled without also enabling sequence parallelism); "
-        + AT_FIRST_STEP.format(release=_release(config)),
-        flags=("num_experts", "tensor_model_parallel_size", "sequence_parallel"),
-        hint="add --sequence-parallel")
+    _refuse(config, f"MoE with {shown(config, 'tensor_model_parallel_size')} needs "
+            "--sequence-parallel while training (ValueError: During training, performance may "
+            "degrade if MoE and tensor parallelism are enabled without also enabling sequence "
+            "parallelism)",
+            flags=("num_experts", "tensor_model_parallel_size", "sequence_parallel"),
+            hint="add --sequence-parallel")
 
 
 def moe_router_needs_transformer_engine_before_0_17(config: Draft) -> None:
@@ -100,12 +99,10 @@ def moe_router_needs_transformer_engine_before_0_17(config: Draft) -> None:
     if env.package_version(TRANSFORMER_ENGINE) is not None or not env.knows_package(
             TRANSFORMER_ENGINE):
         return  # installed, or unknown on this machine (a login node): not judged
-    config.error(
-        "the MoE router of this release needs Transformer Engine, not installed (NameError: "
-        "name 'te_general_gemm' is not defined, in its gating); "
-        + AT_FIRST_STEP.format(release=_release(config)),
-        flags=("num_experts",),
-        hint="install Transformer Engine, or use Megatron 0.17.0 or later for MoE without it")
+    _refuse(config, "the MoE router of this release needs Transformer Engine, not installed "
+            "(NameError: name 'te_general_gemm' is not defined, in its gating)",
+            flags=("num_experts",),
+            hint="install Transformer Engine, or use Megatron 0.17.0 or later for MoE without it")
 
 
 def _refuse(config: Draft, megatron_says: str, *, flags: tuple[str, ...], hint: str,
