@@ -90,29 +90,21 @@ def export(launch: Mapping[str, Any], output_format: str) -> Exported:
     """The launch as a Megatron-Bridge ``ConfigContainer`` (``yaml``), or JSON holding it
     and what has no home in it (``json``); ``launch`` as :func:`.mlm_config.export` takes
     it. Raises ``ValueError`` saying why it cannot."""
-    import importlib.util
+    from .mlm_config import _not_exported, given, given_as, require_megatron, resolved_namespace
 
-    from .mlm_config import _NEEDS_MEGATRON, _not_exported
-
-    if importlib.util.find_spec("megatron") is None or \
-            importlib.util.find_spec("megatron.training.argument_utils") is None:
-        raise ValueError(_NEEDS_MEGATRON.replace("mlm-config", "bridge"))
+    require_megatron("bridge")
     version, sections = bridge_sections(launch["target"])
-    from megaplug.megatron import parse_and_validate_args, provenance
+    from megaplug.megatron import provenance
 
-    namespace = parse_and_validate_args(
-        argv=list(launch["argv"]), environ=launch["environ"],
-        args_defaults=dict(launch.get("args_defaults") or {}), target=launch["target"],
-        torch_types=True, register=False, preflight=launch.get("preflight"),
-        print_arguments=False)
+    namespace = resolved_namespace(launch)
     config, read, dropped = bridge_config(namespace, launch["target"], version, sections)
     records = provenance(namespace)
     written = set(ACTIVATION_FLAGS) if "activation_func" in config["model"] else set()
     not_exported = [row for row in _not_exported(records, read, [])
                     if row["dest"] not in dropped and row["dest"] not in written]
-    not_exported += [{"flag": _flag(records[dest]), "dest": dest,
+    not_exported += [{"flag": given_as(records[dest], dest), "dest": dest,
                       "plugin": records[dest].plugin, "reason": reason}
-                     for dest, reason in sorted(dropped.items()) if _given(records.get(dest))]
+                     for dest, reason in sorted(dropped.items()) if given(records.get(dest))]
     import yaml
 
     if output_format == "json":
@@ -123,15 +115,6 @@ def export(launch: Mapping[str, Any], output_format: str) -> Exported:
     else:
         text = str(yaml.safe_dump(config, default_flow_style=False))
     return Exported(text, not_exported)
-
-
-def _given(record: Any) -> bool:
-    return record is not None and record.source in ("command-line", "config-file",
-                                                    "environment")
-
-
-def _flag(record: Any) -> str:
-    return str(record.detail) if record.source == "command-line" else str(record.dest)
 
 
 def bridge_config(namespace: argparse.Namespace, target: Any, version: str,

@@ -79,16 +79,10 @@ def export(launch: Mapping[str, Any], output_format: str) -> Exported:
     ``args_defaults``, ``target`` and ``preflight``, as ``megaplug export`` builds them.
     Raises ``ValueError`` saying why the container cannot be built (megaplug's problems
     come as ``megaplug.megatron.ConfigError``)."""
-    if importlib.util.find_spec("megatron") is None or \
-            importlib.util.find_spec("megatron.training.argument_utils") is None:
-        raise ValueError(_NEEDS_MEGATRON)
-    from megaplug.megatron import parse_and_validate_args, provenance
+    require_megatron("mlm-config")
+    from megaplug.megatron import provenance
 
-    namespace = parse_and_validate_args(
-        argv=list(launch["argv"]), environ=launch["environ"],
-        args_defaults=dict(launch.get("args_defaults") or {}), target=launch["target"],
-        torch_types=True, register=False, preflight=launch.get("preflight"),
-        print_arguments=False)
+    namespace = resolved_namespace(launch)
     container, read, left_out = build_container(namespace, launch["target"])
     not_exported = _not_exported(provenance(namespace), read, left_out)
     text = container_yaml(container)
@@ -100,6 +94,25 @@ def export(launch: Mapping[str, Any], output_format: str) -> Exported:
         text = to_json({"format": "mlm-config", "config": yaml.safe_load(text),
                         "not_exported": not_exported}) + "\n"
     return Exported(text, not_exported)
+
+
+def require_megatron(target_format: str) -> None:
+    """Raise ``ValueError`` unless Megatron's container builders (0.18 and later) import
+    here: both ``--to`` formats build Megatron's own container first."""
+    if importlib.util.find_spec("megatron") is None or \
+            importlib.util.find_spec("megatron.training.argument_utils") is None:
+        raise ValueError(_NEEDS_MEGATRON.replace("mlm-config", target_format))
+
+
+def resolved_namespace(launch: Mapping[str, Any]) -> argparse.Namespace:
+    """The launch resolved by megaplug's facade, in Megatron's types, as export reads it."""
+    from megaplug.megatron import parse_and_validate_args
+
+    return parse_and_validate_args(
+        argv=list(launch["argv"]), environ=launch["environ"],
+        args_defaults=dict(launch.get("args_defaults") or {}), target=launch["target"],
+        torch_types=True, register=False, preflight=launch.get("preflight"),
+        print_arguments=False)
 
 
 def build_container(namespace: argparse.Namespace, target: Any = None,
@@ -195,17 +208,28 @@ def _targeting(target: Any) -> Iterator[None]:
         core_utils._te_version = saved
 
 
+def given(record: Any) -> bool:
+    """Whether a setting's provenance ``record`` says the launch itself gave it (a flag, a
+    config file, the environment): what export must place, or name."""
+    return record is not None and record.source in ("command-line", "config-file",
+                                                    "environment")
+
+
+def given_as(record: Any, dest: str) -> str:
+    """How the launch gave the setting ``dest``: its flag as typed, else its name."""
+    return str(record.detail) if record.source == "command-line" else dest
+
+
 def _not_exported(provenance: Mapping[str, Any], read: set[str],
                   left_out: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every setting the launch gives that no builder read, with its flag and reason."""
     rows = list(left_out)
     for dest, record in sorted(provenance.items()):
-        if record is None or record.source not in ("command-line", "config-file",
-                                                   "environment"):
+        if not given(record):
             continue
         if dest in read and dest not in LEFT_OUT_BY_YAML:
             continue
-        flag = record.detail if record.source == "command-line" else dest
+        flag = given_as(record, dest)
         reason = (LEFT_OUT_BY_YAML.get(dest) or READ_ONLY_WITH.get(dest, ("", ""))[1]
                   or NO_HOME_REASONS.get(record.plugin or "", NO_HOME_DEFAULT))
         rows.append({"flag": flag, "dest": dest, "plugin": record.plugin, "reason": reason})
