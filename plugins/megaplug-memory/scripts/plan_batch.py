@@ -32,18 +32,17 @@ JOBS = {  # model, layers, GPUs, global batch, sequence length, picks
 SHAPES = ["--tensor-model-parallel-size", "--context-parallel-size"]
 
 
-def model_argv(model: str, layers: int, seq: int) -> list[str]:
+def model_flags(model: str, layers: int, seq: int) -> list[str]:
+    """The model's flags (``COMMON`` aside, which every command here adds)."""
     dispatcher = ["--moe-token-dispatcher-type", "alltoall"] if model == "mixtral" else []
-    return (COMMON + MODELS[model] + ["--num-layers", str(layers), "--seq-length", str(seq),
-                                      "--max-position-embeddings", str(seq)] + dispatcher)
+    return (MODELS[model] + ["--num-layers", str(layers), "--seq-length", str(seq),
+                             "--max-position-embeddings", str(seq)] + dispatcher)
 
 
-def plan(argv: list[str], gpus: int, batch: int) -> dict:
-    command = ["megaplug", "plan", "--gpus", str(gpus), "--device-memory", DEVICE,
-               "--global-batch-size", str(batch), "--top", "400", "--format", "json",
-               "--", *argv]
-    environ = dict(os.environ, CUDA_DEVICE_MAX_CONNECTIONS="1")
-    done = subprocess.run(command, capture_output=True, text=True, env=environ, check=True)
+def plan(flags: list[str], gpus: int, batch: int) -> dict:
+    done = _megaplug("plan", flags, None, "--gpus", str(gpus), "--device-memory", DEVICE,
+                     "--global-batch-size", str(batch), "--top", "400", "--format", "json")
+    done.check_returncode()
     return json.loads(done.stdout)
 
 
@@ -63,8 +62,11 @@ def _with(flags: list[str], changes: dict[str, str | None]) -> list[str]:
     return flags
 
 
-def _megaplug(command: str, flags: list[str], gpus: int, *options: str) -> subprocess.CompletedProcess:
-    environ = dict(os.environ, CUDA_DEVICE_MAX_CONNECTIONS="1", WORLD_SIZE=str(gpus))
+def _megaplug(command: str, flags: list[str], gpus: int | None,
+              *options: str) -> subprocess.CompletedProcess:
+    """``megaplug COMMAND OPTIONS -- COMMON FLAGS``, as rank 0 of ``gpus`` ranks if given."""
+    environ = dict(os.environ, CUDA_DEVICE_MAX_CONNECTIONS="1",
+                   **({} if gpus is None else {"WORLD_SIZE": str(gpus)}))
     return subprocess.run(["megaplug", command, *options, "--", *COMMON, *flags],
                           capture_output=True, text=True, env=environ)
 
@@ -120,8 +122,7 @@ def _routing(layout: dict, model: str) -> dict[str, str]:
 def main() -> None:
     configs = []
     for name, (model, layers, gpus, batch, seq, picks) in JOBS.items():
-        argv = model_argv(model, layers, seq)
-        answer = plan(argv, gpus, batch)
+        answer = plan(model_flags(model, layers, seq), gpus, batch)
         runnable = [row for row in answer["layouts"] if _local_path(row["layout"])][:picks]
         for index, row in enumerate(runnable, start=1):
             configs.append({"name": f"{name}-pick{index}", "world_size": gpus, "rank": 0,
