@@ -161,16 +161,21 @@ def _changes_in_place(node: ast.AST, names: frozenset[str]) -> bool:
         isinstance(arg, ast.Constant) and arg.value in names for arg in node.args[1:2])
 
 
+def _nodes(roots: list[Path], allowed: tuple[Path, ...]):
+    """Every syntax node of the Python files under ``roots``, but the ``allowed`` files'."""
+    for path in (path for root in roots for path in sorted(root.rglob("*.py"))):
+        if path not in allowed:
+            for node in ast.walk(ast.parse(path.read_text())):
+                yield path, node
+
+
 def _index_writes(roots: list[Path], allowed: tuple[Path, ...]) -> list[str]:
     """Each assignment, deletion, in-place change or ``setattr`` of a table's index outside
     the ``allowed`` files."""
-    found = []
-    for path in (path for root in roots for path in sorted(root.rglob("*.py"))):
-        for node in () if path in allowed else ast.walk(ast.parse(path.read_text())):
-            if any(_on_another(target, TABLE_INDEXES) for target in _written(node)) or \
-                    _changes_in_place(node, TABLE_INDEXES):
-                found.append(f"{path}:{node.lineno} {ast.unparse(node).splitlines()[0]}")
-    return found
+    return [f"{path}:{node.lineno} {ast.unparse(node).splitlines()[0]}"
+            for path, node in _nodes(roots, allowed)
+            if any(_on_another(target, TABLE_INDEXES) for target in _written(node))
+            or _changes_in_place(node, TABLE_INDEXES)]
 
 
 def test_only_the_registry_writes_a_tables_indexes():
@@ -203,13 +208,10 @@ def _draft_private_uses(roots: list[Path], allowed: tuple[Path, ...]) -> list[st
     from megaplug import Draft
 
     private = frozenset(name for name in Draft.__slots__ if name.startswith("_"))
-    found = []
-    for path in (path for root in roots for path in sorted(root.rglob("*.py"))):
-        for node in () if path in allowed else ast.walk(ast.parse(path.read_text())):
-            if (isinstance(node, ast.Attribute) and _on_another(node, private)) or (
-                    isinstance(node, ast.Constant) and node.value in private):
-                found.append(f"{path.name}:{node.lineno} {ast.unparse(node)}")
-    return found
+    return [f"{path.name}:{node.lineno} {ast.unparse(node)}"
+            for path, node in _nodes(roots, allowed)
+            if (isinstance(node, ast.Attribute) and _on_another(node, private))
+            or (isinstance(node, ast.Constant) and node.value in private)]
 
 
 def test_only_the_config_module_touches_a_drafts_private_state():
